@@ -1,0 +1,181 @@
+"""The ``gpulint`` command line: ``gpulint check``, its ``gpulint [--fix] PATHS`` shorthand, and ``gpulint rule``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, TextIO
+
+from gpulint import __version__
+from gpulint.config import ConfigError, Overrides, Settings, settings_for
+from gpulint.discovery import discover
+from gpulint.pages import read_page
+from gpulint.report import RunReport, reporters
+from gpulint.report.statistics import render as render_statistics
+from gpulint.report.style import wants_color
+from gpulint.report.summary import summary_line
+from gpulint.rules import ALL_RULES, RULES_BY_CODE
+from gpulint.selection import SelectionLayer
+from gpulint.runner import FileError, FileResult, Mode, process_file, process_text
+from gpulint.source import SourceError, decode
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+def _codes(value: str) -> List[str]:
+    return [code.strip() for code in value.split(",") if code.strip()]
+
+
+def _check_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gpulint",
+        description="Find and fix PyTorch code that wastes GPU memory. "
+        "`gpulint PATHS` is short for `gpulint check PATHS`; `gpulint rule CODE` explains a rule.",
+    )
+    parser.add_argument("paths", nargs="*", default=["."], metavar="PATH", help="files or directories to check ('-' reads stdin)")
+    parser.add_argument("--version", action="version", version=f"gpulint {__version__}")
+    fixing = parser.add_argument_group("fixing")
+    fixing.add_argument("--fix", action="store_true", help="apply safe fixes in place")
+    fixing.add_argument("--unsafe-fixes", action="store_true", default=None, help="also apply (or show as fixable) unsafe fixes")
+    fixing.add_argument("--no-unsafe-fixes", dest="unsafe_fixes", action="store_false", help="override unsafe-fixes = true in the configuration")
+    fixing.add_argument("--diff", action="store_true", help="print the fixes as a unified diff instead of writing them; exit 1 if there are any")
+    selection = parser.add_argument_group("rule selection")
+    selection.add_argument("--select", type=_codes, metavar="CODES", help="comma-separated codes or prefixes to enable (replaces the configuration's select), or ALL")
+    selection.add_argument("--extend-select", type=_codes, default=[], metavar="CODES", help="codes or prefixes to enable in addition")
+    selection.add_argument("--ignore", type=_codes, default=[], metavar="CODES", help="codes or prefixes to disable")
+    files = parser.add_argument_group("file selection")
+    files.add_argument("--exclude", type=_codes, metavar="PATTERNS", help="glob patterns to skip during discovery (replaces the defaults)")
+    files.add_argument("--extend-exclude", type=_codes, default=[], metavar="PATTERNS", help="glob patterns to skip in addition")
+    files.add_argument("--stdin-filename", metavar="PATH", help="the name to report (and configure) for source read from stdin")
+    files.add_argument("--config", type=Path, metavar="FILE", help="read [tool.gpulint] from this file instead of the nearest pyproject.toml")
+    output = parser.add_argument_group("output")
+    output.add_argument("--format", choices=sorted(reporters()), default="text", help="output format (default: text)")
+    output.add_argument("--statistics", action="store_true", help="print how often each rule fired instead of the diagnostics")
+    output.add_argument("--exit-zero", action="store_true", help="exit 0 even when problems remain")
+    output.add_argument("-q", "--quiet", action="store_true", help="print diagnostics only, no summary")
+    output.add_argument("--no-cache", action="store_true", help="do not read or write the result cache")
+    return parser
+
+
+def _rule_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gpulint rule", description="Print a rule's reference page.")
+    parser.add_argument("rule", nargs="?", metavar="CODE", help="a rule code (GPU001) or name")
+    parser.add_argument("--all", action="store_true", help="list every rule: code, name and fix availability")
+    return parser
+
+
+def _rule_command(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
+    args = _rule_parser().parse_args(argv)
+    if args.all:
+        for rule in ALL_RULES:
+            out.write(f"{rule.code}\t{rule.name}\tfix: {rule.fix_availability.value}\n")
+        return EXIT_CLEAN
+    if not args.rule:
+        err.write("gpulint rule: error: name a rule (e.g. GPU001) or pass --all\n")
+        return EXIT_ERROR
+    by_name = {rule.name: rule for rule in ALL_RULES}
+    rule = RULES_BY_CODE.get(args.rule.upper()) or by_name.get(args.rule)
+    page = read_page(rule.code) if rule else None
+    if page is None:
+        err.write(f"gpulint rule: error: unknown rule {args.rule!r}; `gpulint rule --all` lists them\n")
+        return EXIT_ERROR
+    out.write(page)
+    return EXIT_CLEAN
+
+
+def _overrides(args: argparse.Namespace) -> Overrides:
+    return Overrides(
+        selection=SelectionLayer(args.select, args.extend_select, args.ignore),
+        exclude=tuple(args.exclude) if args.exclude is not None else None,
+        extend_exclude=tuple(args.extend_exclude),
+        unsafe_fixes=args.unsafe_fixes,
+        config_file=args.config,
+    )
+
+
+def _mode(args: argparse.Namespace) -> Mode:
+    if args.diff:
+        return Mode.DIFF
+    return Mode.FIX if args.fix else Mode.CHECK
+
+
+def _check_stdin(args: argparse.Namespace, overrides: Overrides, mode: Mode, out: TextIO) -> tuple:
+    name = args.stdin_filename or "-"
+    settings = settings_for(Path(args.stdin_filename or "stdin.py").resolve().parent, overrides)
+    try:
+        text, _ = decode(sys.stdin.buffer.read())
+    except SourceError as error:
+        return [FileResult(name, error=FileError(name, str(error)))], settings.unsafe_fixes
+    result = process_text(name, text, settings.rules_for(Path(name)), mode, settings.unsafe_fixes)
+    if mode is Mode.FIX and result.text is not None:
+        out.write(result.text)
+    return [result], settings.unsafe_fixes
+
+
+def _check_paths(args: argparse.Namespace, overrides: Overrides, mode: Mode) -> tuple:
+    results: List[FileResult] = []
+    seen = set()
+    unsafe = False
+    settings_by_root: Dict[str, Settings] = {}
+    for raw in args.paths:
+        root = Path(raw)
+        if not root.exists() and not root.is_symlink():
+            results.append(FileResult(raw, error=FileError(raw, "no such file or directory")))
+            continue
+        settings = settings_by_root.setdefault(raw, settings_for(root, overrides))
+        unsafe = unsafe or settings.unsafe_fixes
+        for path in discover(root, settings):
+            key = path.resolve()
+            if key in seen:
+                continue
+            seen.add(key)
+            results.append(process_file(path, settings.rules_for(path), mode, settings.unsafe_fixes))
+    return results, unsafe
+
+
+def _check_command(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
+    args = _check_parser().parse_args(argv)
+    mode = _mode(args)
+    try:
+        overrides = _overrides(args)
+        if args.paths == ["-"]:
+            results, unsafe = _check_stdin(args, overrides, mode, out)
+        else:
+            results, unsafe = _check_paths(args, overrides, mode)
+    except ConfigError as error:
+        err.write(f"gpulint: error: {error}\n")
+        return EXIT_ERROR
+    report = RunReport(results, mode, unsafe)
+    report_stream = err if (mode is Mode.FIX and args.paths == ["-"]) else out
+    errors = [result.error for result in results if result.error is not None]
+    for error in errors:
+        err.write(f"error: {error}\n")
+    if mode is Mode.DIFF:
+        for result in results:
+            out.write(result.diff)
+        changed = sum(1 for result in results if result.diff)
+        if not args.quiet:
+            err.write(f"Would fix {sum(r.fixed for r in results)} problem(s) in {changed} file(s).\n" if changed else "No fixes to apply.\n")
+        return EXIT_ERROR if errors else (EXIT_FINDINGS if changed else EXIT_CLEAN)
+    color = args.format != "json" and wants_color(report_stream)
+    if args.statistics:
+        render_statistics(report, report_stream)
+    else:
+        reporters()[args.format](report, report_stream, color)
+    if args.format != "json" and not args.quiet:
+        report_stream.write(summary_line(report) + "\n")
+    if errors:
+        return EXIT_ERROR
+    if report.diagnostics and not args.exit_zero:
+        return EXIT_FINDINGS
+    return EXIT_CLEAN
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["rule"]:
+        return _rule_command(argv[1:], sys.stdout, sys.stderr)
+    if argv[:1] == ["check"]:
+        argv = argv[1:]
+    return _check_command(argv, sys.stdout, sys.stderr)

@@ -1,0 +1,66 @@
+"""Applying fixes: non-overlapping edits per pass, re-linting until nothing more changes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterable, List, Sequence
+
+import libcst as cst
+
+from gpulint.diagnostics import Applicability, Diagnostic, Fix
+
+MAX_PASSES = 10
+
+Lint = Callable[[str], List[Diagnostic]]
+
+
+class FixError(Exception):
+    """Fixes that could not be applied; the file is left as it was."""
+
+
+@dataclass(frozen=True)
+class FixResult:
+    text: str
+    applied: int
+    remaining: List[Diagnostic]
+
+
+def applicabilities(unsafe_fixes: bool) -> frozenset:
+    if unsafe_fixes:
+        return frozenset({Applicability.SAFE, Applicability.UNSAFE})
+    return frozenset({Applicability.SAFE})
+
+
+def apply_fixes(text: str, fixes: Iterable[Fix]) -> tuple:
+    """(new text, number of fixes applied): each fix applied whole, skipping any that touches an earlier one."""
+    chosen: List[Fix] = []
+    for fix in sorted(fixes, key=lambda f: f.span):
+        if all(_disjoint(fix, other) for other in chosen):
+            chosen.append(fix)
+    edits = sorted((edit for fix in chosen for edit in fix.edits), key=lambda e: e.start, reverse=True)
+    for edit in edits:
+        text = text[: edit.start] + edit.content + text[edit.end :]
+    return text, len(chosen)
+
+
+def _disjoint(first: Fix, second: Fix) -> bool:
+    return all(a.end < b.start or b.end < a.start for a in first.edits for b in second.edits)
+
+
+def fix_text(text: str, lint: Lint, allowed: Sequence[Applicability]) -> FixResult:
+    """Fix ``text`` until stable; the result re-parses, or ``FixError`` is raised."""
+    applied = 0
+    diagnostics = lint(text)
+    passes = 0
+    while True:
+        fixes = [d.fix for d in diagnostics if d.fix is not None and d.fix.applicability in allowed]
+        new_text, count = apply_fixes(text, fixes)
+        if new_text == text:
+            return FixResult(text, applied, diagnostics)
+        if passes == MAX_PASSES:
+            raise FixError(f"fixes did not settle after {MAX_PASSES} passes; file left unchanged")
+        try:
+            diagnostics = lint(new_text)
+        except cst.ParserSyntaxError as error:
+            raise FixError(f"fixes produced code that does not parse ({error.message}); file left unchanged") from None
+        text, applied, passes = new_text, applied + count, passes + 1

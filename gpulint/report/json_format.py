@@ -1,0 +1,60 @@
+"""``--format json``: a JSON list with one object per diagnostic (schema in the README)."""
+
+from __future__ import annotations
+
+import bisect
+import json
+from typing import List, Optional, TextIO
+
+from gpulint.diagnostics import Diagnostic, Edit
+from gpulint.report import RunReport
+
+
+class _LineIndex:
+    """Converts 0-based character offsets into 1-based lines and columns."""
+
+    def __init__(self, text: str) -> None:
+        self.starts = [0]
+        for index, char in enumerate(text):
+            if char == "\n":
+                self.starts.append(index + 1)
+
+    def position(self, offset: int) -> tuple:
+        line = bisect.bisect_right(self.starts, offset)
+        return line, offset - self.starts[line - 1] + 1
+
+
+def _edit(index: _LineIndex, edit: Edit) -> dict:
+    line, column = index.position(edit.start)
+    end_line, end_column = index.position(edit.end)
+    return {"line": line, "column": column, "end_line": end_line, "end_column": end_column, "content": edit.content}
+
+
+def diagnostic_object(diagnostic: Diagnostic, index: Optional[_LineIndex]) -> dict:
+    fix = None
+    if diagnostic.fix is not None and index is not None:
+        fix = {
+            "applicability": diagnostic.fix.applicability.value,
+            "title": diagnostic.fix.title,
+            "edits": [_edit(index, edit) for edit in diagnostic.fix.edits],
+        }
+    return {
+        "path": diagnostic.path,
+        "line": diagnostic.start.line,
+        "column": diagnostic.start.column,
+        "end_line": diagnostic.end.line,
+        "end_column": diagnostic.end.column,
+        "code": diagnostic.code,
+        "name": diagnostic.name,
+        "message": diagnostic.message,
+        "fix": fix,
+    }
+
+
+def render(report: RunReport, stream: TextIO, color: bool) -> None:
+    objects: List[dict] = []
+    for result in report.results:
+        index = _LineIndex(result.text) if result.text is not None else None
+        objects.extend(diagnostic_object(d, index) for d in result.diagnostics)
+    json.dump(objects, stream, indent=2)
+    stream.write("\n")

@@ -1,0 +1,30 @@
+"""The closing line of the text formats, as ruff users know it."""
+
+from __future__ import annotations
+
+from gpulint.diagnostics import Applicability
+from gpulint.report import RunReport
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def summary_line(report: RunReport) -> str:
+    remaining = report.diagnostics
+    if report.fixed:
+        return f"Found {_plural(report.fixed + len(remaining), 'problem')} ({report.fixed} fixed, {len(remaining)} remaining)."
+    if not remaining:
+        return "All checks passed!"
+    fixable = sum(1 for d in remaining if report.applies_with_fix(d))
+    unsafe = sum(
+        1 for d in remaining
+        if d.fix is not None and d.fix.applicability is Applicability.UNSAFE and not report.applies_with_fix(d)
+    )
+    details = []
+    if fixable:
+        details.append(f"{fixable} fixable with --fix")
+    if unsafe:
+        details.append(f"{unsafe} with --unsafe-fixes")
+    suffix = f" ({', '.join(details)})" if details else ""
+    return f"Found {_plural(len(remaining), 'problem')}{suffix}."

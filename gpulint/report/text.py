@@ -1,0 +1,55 @@
+"""The default format: each diagnostic with a source frame, a caret under its span and a help line."""
+
+from __future__ import annotations
+
+from typing import List, TextIO
+
+from gpulint.diagnostics import Applicability, Diagnostic
+from gpulint.report import RunReport
+from gpulint.report.concise import headline
+from gpulint.report.style import Style
+
+
+def _frame(lines: List[str], diagnostic: Diagnostic, style: Style) -> List[str]:
+    number = diagnostic.start.line
+    if not 1 <= number <= len(lines):
+        return []
+    source_line = lines[number - 1].rstrip("\r\n")
+    start = diagnostic.start.column - 1
+    end = diagnostic.end.column - 1 if diagnostic.end.line == number else len(source_line)
+    width = len(str(number))
+    gutter = style.blue(" " * width + " |")
+    caret = " " * start + "^" * max(1, end - start)
+    return [
+        gutter,
+        f"{style.blue(str(number) + ' |')} {source_line}",
+        f"{gutter} {style.red(caret + ' ' + diagnostic.code)}",
+        gutter,
+    ]
+
+
+def _help(report: RunReport, diagnostic: Diagnostic) -> str:
+    indent = " " * (len(str(diagnostic.start.line)) + 1)
+    fix = diagnostic.fix
+    if fix is None:
+        return ""
+    note = ""
+    if fix.applicability is Applicability.UNSAFE and not report.unsafe_fixes:
+        note = " (unsafe fix: applied only with --unsafe-fixes)"
+    elif fix.applicability is Applicability.DISPLAY_ONLY:
+        note = " (suggestion: never applied automatically)"
+    return f"{indent}= help: {fix.title}{note}"
+
+
+def render(report: RunReport, stream: TextIO, color: bool) -> None:
+    style = Style(color)
+    for result in report.results:
+        lines = (result.text or "").splitlines()
+        for diagnostic in result.diagnostics:
+            stream.write(headline(report, diagnostic, style) + "\n")
+            for line in _frame(lines, diagnostic, style):
+                stream.write(line + "\n")
+            help_line = _help(report, diagnostic)
+            if help_line:
+                stream.write(help_line + "\n")
+            stream.write("\n")

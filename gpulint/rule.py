@@ -1,0 +1,116 @@
+"""The base class every rule derives from, and the per-file context rules report into."""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass, field
+from typing import ClassVar, FrozenSet, List, Optional, Sequence
+
+import libcst as cst
+from libcst.codemod import CodemodContext
+from libcst.codemod.visitors import AddImportsVisitor, ImportItem
+from libcst import BatchableCSTVisitor
+from libcst.metadata import CodeRange, PositionProvider
+
+from gpulint.diagnostics import Applicability, Diagnostic, Edit, Fix, Position
+
+
+class FixAvailability(enum.Enum):
+    """Whether a rule's diagnostics come with a fix (as in ruff)."""
+
+    ALWAYS = "always"
+    SOMETIMES = "sometimes"
+    NONE = "none"
+
+
+@dataclass
+class FileContext:
+    """What one lint pass over one file shares between its rules."""
+
+    path: str
+    source: str
+    module: cst.Module
+    diagnostics: List[Diagnostic] = field(default_factory=list)
+
+
+class Rule(BatchableCSTVisitor):
+    """A lint rule: metadata for users and the registry, and a LibCST visitor that reports.
+
+    Subclasses set the class attributes and implement ``visit_*`` methods that call
+    :meth:`report`. All rules of a run share one parse and one metadata resolution per file.
+    """
+
+    code: ClassVar[str]
+    name: ClassVar[str]
+    message: ClassVar[str]
+    fix_title: ClassVar[Optional[str]] = None
+    fix_availability: ClassVar[FixAvailability] = FixAvailability.NONE
+    tokens: ClassVar[FrozenSet[str]]
+    """Substrings of which a file must contain at least one for the rule to be able to fire."""
+    targets: ClassVar[FrozenSet[str]] = frozenset()
+    """Qualified names the rule is about; if given, a file whose imports reach none of them is skipped."""
+
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, context: FileContext) -> None:
+        super().__init__()
+        self.context = context
+
+    @classmethod
+    def may_fire(cls, source: str) -> bool:
+        """The cheap text prefilter: False means the rule cannot fire on ``source``."""
+        return any(token in source for token in cls.tokens)
+
+    def report(self, node: cst.CSTNode, message: Optional[str] = None, fix: Optional[Fix] = None) -> None:
+        code_range: CodeRange = self.get_metadata(PositionProvider, node)
+        self.context.diagnostics.append(
+            Diagnostic(
+                path=self.context.path,
+                start=Position(code_range.start.line, code_range.start.column + 1),
+                end=Position(code_range.end.line, code_range.end.column + 1),
+                code=self.code,
+                name=self.name,
+                message=message or self.message,
+                fix=fix,
+            )
+        )
+
+    def replacement_edit(self, old: cst.CSTNode, new: cst.CSTNode) -> Optional[Edit]:
+        """The text edit that replaces ``old`` by ``new`` in this file."""
+        replaced = self.context.module.deep_replace(old, new)
+        assert isinstance(replaced, cst.Module)
+        return Edit.between(self.context.source, replaced.code)
+
+    def import_edit(self, module: str, obj: Optional[str] = None) -> Optional[Edit]:
+        """The text edit that adds ``import module`` (or ``from module import obj``) if it is missing."""
+        visitor = AddImportsVisitor(CodemodContext(), [ImportItem(module, obj)])
+        return Edit.between(self.context.source, visitor.transform_module(self.context.module).code)
+
+    def make_fix(self, applicability: Applicability, edits: Sequence[Optional[Edit]]) -> Optional[Fix]:
+        present = tuple(edit for edit in edits if edit is not None)
+        if not present or self.fix_title is None:
+            return None
+        return Fix(self.fix_title, applicability, present)
+
+
+_CODE = re.compile(r"[A-Z]+[0-9]{3}")
+_NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+
+
+def check_rule_metadata(rule: type) -> List[str]:
+    """Problems with a rule class's metadata, as sentences (empty when it is well formed)."""
+    problems = []
+    if not _CODE.fullmatch(getattr(rule, "code", "")):
+        problems.append(f"{rule.__name__}: code must look like GPU001")
+    if not _NAME.fullmatch(getattr(rule, "name", "")):
+        problems.append(f"{rule.__name__}: name must be kebab-case")
+    if not getattr(rule, "message", ""):
+        problems.append(f"{rule.__name__}: message is empty")
+    if not getattr(rule, "tokens", None):
+        problems.append(f"{rule.__name__}: tokens must name at least one substring")
+    if (rule.fix_availability is FixAvailability.NONE) != (rule.fix_title is None):
+        problems.append(f"{rule.__name__}: fix_title must be set exactly when a fix is available")
+    if not rule.__doc__:
+        problems.append(f"{rule.__name__}: missing docstring")
+    return problems

@@ -1,0 +1,12 @@
+"""The registry: every rule gpulint ships, in one explicit list sorted by code."""
+
+from typing import Dict, List, Type
+
+from gpulint.rule import Rule
+from gpulint.rules.gpu001_torch_load_without_map_location import TorchLoadWithoutMapLocation
+
+ALL_RULES: List[Type[Rule]] = [
+    TorchLoadWithoutMapLocation,
+]
+
+RULES_BY_CODE: Dict[str, Type[Rule]] = {rule.code: rule for rule in ALL_RULES}

@@ -1,0 +1,58 @@
+"""GPU001: ``torch.load`` and friends called without ``map_location``."""
+
+from __future__ import annotations
+
+from typing import Dict
+
+import libcst as cst
+from libcst.metadata import PositionProvider, QualifiedNameProvider
+
+from gpulint import mapping_use
+from gpulint.call_args import append_keyword, may_pass_argument
+from gpulint.diagnostics import Applicability
+from gpulint.mapping_use import MappingUse
+from gpulint.rule import FixAvailability, Rule
+
+MAP_LOCATION_SLOT: Dict[str, int] = {
+    "torch.load": 1,
+    "torch.serialization.load": 1,
+    "torch.jit.load": 1,
+    "torch.hub.load_state_dict_from_url": 2,
+}
+"""Each flagged function, and the 0-based positional slot of ``map_location`` in its signature."""
+
+
+class TorchLoadWithoutMapLocation(Rule):
+    """Deserializing tensors without ``map_location`` puts them back on the device they were saved from."""
+
+    code = "GPU001"
+    name = "torch-load-without-map-location"
+    message = "`{func}` without `map_location` loads every tensor onto the device it was saved from"
+    fix_title = 'Add `map_location="cpu"`'
+    fix_availability = FixAvailability.ALWAYS
+    tokens = frozenset({"load"})
+    targets = frozenset(MAP_LOCATION_SLOT)
+
+    METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider, *mapping_use.METADATA_DEPENDENCIES)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        names = {q.name for q in self.get_metadata(QualifiedNameProvider, node.func, set())}
+        if not names or not names <= MAP_LOCATION_SLOT.keys():
+            return
+        if any(may_pass_argument(node, "map_location", MAP_LOCATION_SLOT[name]) for name in names):
+            return
+        fixed = append_keyword(node, "map_location", cst.SimpleString(_quoted_cpu(node)))
+        safe = MappingUse(self).only_as_mapping(node)
+        fix = self.make_fix(
+            Applicability.SAFE if safe else Applicability.UNSAFE,
+            [self.replacement_edit(node, fixed)],
+        )
+        self.report(node, self.message.format(func=min(names)), fix)
+
+
+def _quoted_cpu(call: cst.Call) -> str:
+    """``"cpu"``, in single quotes where the call's own string arguments use them."""
+    for arg in call.args:
+        if isinstance(arg.value, cst.SimpleString) and arg.value.quote == "'":
+            return "'cpu'"
+    return '"cpu"'

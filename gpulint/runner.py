@@ -1,0 +1,93 @@
+"""Checking, fixing or diffing one file, turning every per-file failure into a reported error."""
+
+from __future__ import annotations
+
+import difflib
+import enum
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import List, Optional, Sequence, Type
+
+import libcst as cst
+
+from gpulint.diagnostics import Diagnostic
+from gpulint.fixer import FixError, applicabilities, fix_text
+from gpulint.linter import lint_source
+from gpulint.rule import Rule
+from gpulint.source import SourceError, SourceFile, read_source, write_source
+
+
+class Mode(enum.Enum):
+    CHECK = "check"
+    FIX = "fix"
+    DIFF = "diff"
+
+
+@dataclass(frozen=True)
+class FileError:
+    """A file that could not be checked or fixed, with the position where there is one."""
+
+    path: str
+    message: str
+    line: Optional[int] = None
+    column: Optional[int] = None
+
+    def __str__(self) -> str:
+        where = self.path if self.line is None else f"{self.path}:{self.line}:{self.column}"
+        return f"{where}: {self.message}"
+
+
+@dataclass
+class FileResult:
+    path: str
+    diagnostics: List[Diagnostic] = field(default_factory=list)
+    fixed: int = 0
+    error: Optional[FileError] = None
+    diff: str = ""
+    text: Optional[str] = None
+    """The final source text (fixed where fixing was asked for); None when it could not be read."""
+
+
+def process_text(path: str, text: str, rules: Sequence[Type[Rule]], mode: Mode, unsafe_fixes: bool) -> FileResult:
+    """Lint ``text`` and, in FIX and DIFF modes, compute its fixed form."""
+    def lint(source: str) -> List[Diagnostic]:
+        return lint_source(source, path, rules)
+
+    try:
+        if mode is Mode.CHECK:
+            return FileResult(path, lint(text), text=text)
+        fixed = fix_text(text, lint, applicabilities(unsafe_fixes))
+    except cst.ParserSyntaxError as error:
+        return FileResult(path, error=FileError(path, f"cannot parse: {error.message}", error.raw_line, error.raw_column + 1))
+    except FixError as error:
+        return FileResult(path, error=FileError(path, str(error)), text=text)
+    except RecursionError:
+        return FileResult(path, error=FileError(path, "too deeply nested to analyse"), text=text)
+    except Exception as error:  # noqa: BLE001 - one file's internal error must not stop the run
+        return FileResult(path, error=FileError(path, f"internal error: {type(error).__name__}: {error}"), text=text)
+    diff = ""
+    if mode is Mode.DIFF and fixed.text != text:
+        diff = "".join(
+            difflib.unified_diff(
+                text.splitlines(keepends=True), fixed.text.splitlines(keepends=True), fromfile=path, tofile=path
+            )
+        )
+    return FileResult(path, fixed.remaining, fixed=fixed.applied, diff=diff, text=fixed.text)
+
+
+def process_file(path: Path, rules: Sequence[Type[Rule]], mode: Mode, unsafe_fixes: bool) -> FileResult:
+    """Process a file on disk; in FIX mode, write it back atomically if it changed."""
+    display = str(path)
+    if path.is_dir():
+        return FileResult(display, error=FileError(display, "is a directory, not a Python file"))
+    try:
+        source: SourceFile = read_source(path)
+    except SourceError as error:
+        return FileResult(display, error=FileError(display, str(error)))
+    result = process_text(display, source.text, rules, mode, unsafe_fixes)
+    if mode is Mode.FIX and result.error is None and result.text != source.text:
+        try:
+            write_source(source, result.text)
+        except SourceError as error:
+            return FileResult(display, result.diagnostics, error=FileError(display, str(error)))
+    return result

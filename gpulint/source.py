@@ -1,0 +1,77 @@
+"""Reading Python files faithfully (encoding, BOM, newlines) and writing them back atomically."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import stat
+import tempfile
+import tokenize
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class SourceError(Exception):
+    """A file that cannot be read or decoded; the message says why."""
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """A file's bytes as read, its decoded text, and the encoding that round-trips them."""
+
+    path: Path
+    raw: bytes
+    text: str
+    encoding: str
+
+
+def decode(raw: bytes) -> tuple:
+    """(text, encoding) following PEP 263: a BOM or coding cookie, else UTF-8. Newlines are kept."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+    except SyntaxError as error:
+        raise SourceError(f"cannot determine the encoding: {error}") from None
+    try:
+        return raw.decode(encoding), encoding
+    except UnicodeDecodeError as error:
+        raise SourceError(
+            f"not valid {encoding} at byte {error.start} (add a coding cookie if the file uses another encoding)"
+        ) from None
+    except LookupError:
+        raise SourceError(f"unknown encoding {encoding!r} in the coding cookie") from None
+
+
+def read_source(path: Path) -> SourceFile:
+    try:
+        raw = path.read_bytes()
+    except OSError as error:
+        raise SourceError(f"cannot read: {error.strerror or error}") from None
+    text, encoding = decode(raw)
+    return SourceFile(path, raw, text, encoding)
+
+
+def write_source(original: SourceFile, text: str) -> None:
+    """Replace the file with ``text`` atomically, in its encoding and with its permissions.
+
+    Refuses, leaving the file untouched, if it changed on disk since it was read.
+    """
+    data = text.encode(original.encoding)
+    try:
+        if original.path.read_bytes() != original.raw:
+            raise SourceError("changed on disk while being fixed; not overwritten")
+        mode = stat.S_IMODE(original.path.stat().st_mode)
+        handle, temporary = tempfile.mkstemp(dir=original.path.parent, prefix=f".{original.path.name}.", suffix=".tmp")
+    except OSError as error:
+        raise SourceError(f"cannot write: {error.strerror or error}") from None
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.chmod(temporary, mode)
+        os.replace(temporary, original.path)
+    except OSError as error:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise SourceError(f"cannot write: {error.strerror or error}") from None
