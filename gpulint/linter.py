@@ -13,17 +13,18 @@ from gpulint.noqa import filter_suppressed
 from gpulint.rule import FileContext, Rule
 
 
-def lint_source(source: str, path: str, rules: Sequence[Type[Rule]]) -> List[Diagnostic]:
+def lint_source(source: str, path: str, rules: Sequence[Type[Rule]], prefilter: bool = True) -> List[Diagnostic]:
     """Diagnostics of ``rules`` on ``source``; raises ``libcst.ParserSyntaxError`` if it does not parse.
 
     Name and scope resolution is paid only where a rule can fire: rules whose tokens are absent are
     dropped before parsing, rules whose targets the file's imports cannot reach before metadata.
+    ``prefilter=False`` runs every rule in full, the reference the prefilters are tested against.
     """
-    candidates = [rule for rule in rules if rule.may_fire(source)]
+    candidates = [rule for rule in rules if not prefilter or rule.may_fire(source)]
     if not candidates:
         return []
     module = cst.parse_module(source)
-    if any(rule.targets for rule in candidates):
+    if prefilter and any(rule.targets for rule in candidates):
         imports = ImportTable.from_module(module)
         candidates = [r for r in candidates if not r.targets or imports.may_reach(r.targets, source)]
         if not candidates:

@@ -2,7 +2,8 @@
 
 A loaded checkpoint that is only handed to ``load_state_dict``, indexed with string keys whose values
 go the same way, or iterated through ``.keys()/.items()/.values()``, behaves the same wherever its
-tensors live. Any other use (returned, called, moved, stored, unpacked) may depend on the device.
+tensors live. Any other use (returned, called, moved, stored, unpacked) may depend on the device, and so may any
+use of a name bound outside a function body: other modules can import a module-level name.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Set, Tuple
 import libcst as cst
 import libcst.matchers as m
 from libcst import MetadataDependent
-from libcst.metadata import ParentNodeProvider, Scope, ScopeProvider
+from libcst.metadata import FunctionScope, ParentNodeProvider, ScopeProvider
 
 METADATA_DEPENDENCIES = (ParentNodeProvider, ScopeProvider)
 
@@ -74,13 +75,16 @@ class MappingUse:
             return False
         name = targets[0].target
         scope = self.visitor.get_metadata(ScopeProvider, name, None)
-        if not isinstance(scope, Scope):
+        if not isinstance(scope, FunctionScope):
+            return False
+        assignments = scope.assignments[name.value]
+        if not any(assignment.node is name for assignment in assignments):
             return False
         key = (id(scope), name.value)
         if key in self._following:
             return True
         self._following.add(key)
-        for assignment in scope.assignments[name.value]:
+        for assignment in assignments:
             for access in assignment.references:
                 if not self._access_used_as_mapping(access.node):
                     return False

@@ -1,0 +1,47 @@
+"""Shared test helpers: project paths, the installed console script, and fixture expectations."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+LINT_FIXTURES = FIXTURES / "lint"
+PAGES = ROOT / "rules"
+GPULINT = Path(sys.executable).parent / ("gpulint.exe" if os.name == "nt" else "gpulint")
+
+_MARKER = re.compile(r"#\s*error:\s*(?P<code>[A-Z]+[0-9]{3})(?:\s+fix=(?P<fix>safe|unsafe|display-only|none))?")
+
+
+def run_gpulint(args: Sequence[str], cwd: Optional[Path] = None, stdin: Optional[bytes] = None) -> subprocess.CompletedProcess:
+    """Run the installed ``gpulint`` console script; output is decoded text."""
+    environment = {**os.environ, "NO_COLOR": "1"}
+    environment.pop("FORCE_COLOR", None)
+    completed = subprocess.run(
+        [str(GPULINT), *args], cwd=cwd, input=stdin, capture_output=True, env=environment, timeout=120
+    )
+    return subprocess.CompletedProcess(
+        completed.args, completed.returncode, completed.stdout.decode(), completed.stderr.decode()
+    )
+
+
+def expected_markers(source: str) -> Dict[Tuple[int, str], Optional[str]]:
+    """(line, code) -> the expected fix applicability (None when the marker does not say)."""
+    found = {}
+    for number, line in enumerate(source.splitlines(), start=1):
+        for match in _MARKER.finditer(line):
+            found[(number, match.group("code"))] = match.group("fix")
+    return found
+
+
+def fixture_cases(code: str) -> List[Path]:
+    return sorted((LINT_FIXTURES / code).glob("*.py"))
+
+
+def snapshot_path(case: Path, kind: str) -> Path:
+    return case.parent / "snapshots" / f"{case.stem}.{kind}.snap"
