@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from typing import List, Sequence, Type
 
 import libcst as cst
@@ -13,6 +14,15 @@ from gpulint.noqa import filter_suppressed
 from gpulint.rule import FileContext, Rule
 
 
+def check_syntax(source: str) -> None:
+    """Raise ``libcst.ParserSyntaxError`` if ``source`` does not parse, without building a LibCST tree
+    where Python's own (much faster) parser accepts it."""
+    try:
+        compile(source, "<gpulint>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        cst.parse_module(source)
+
+
 def lint_source(source: str, path: str, rules: Sequence[Type[Rule]], prefilter: bool = True) -> List[Diagnostic]:
     """Diagnostics of ``rules`` on ``source``; raises ``libcst.ParserSyntaxError`` if it does not parse.
 
@@ -22,6 +32,7 @@ def lint_source(source: str, path: str, rules: Sequence[Type[Rule]], prefilter: 
     """
     candidates = [rule for rule in rules if not prefilter or rule.may_fire(source)]
     if not candidates:
+        check_syntax(source)
         return []
     module = cst.parse_module(source)
     if prefilter and any(rule.targets for rule in candidates):

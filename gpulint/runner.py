@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import difflib
 import enum
 from dataclasses import dataclass, field
@@ -48,6 +49,18 @@ class FileResult:
     """The final source text (fixed where fixing was asked for); None when it could not be read."""
 
 
+def _syntax_error(path: str, text: str, error: cst.ParserSyntaxError) -> FileError:
+    """Where and why ``text`` does not parse; Python's own parser words and places this best."""
+    try:
+        compile(text, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as python_error:
+        if python_error.lineno is not None:
+            return FileError(path, f"cannot parse: {python_error.msg}", python_error.lineno, python_error.offset or 1)
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    return FileError(path, f"cannot parse: {error.message}", error.raw_line, error.raw_column + 1)
+
+
 def process_text(path: str, text: str, rules: Sequence[Type[Rule]], mode: Mode, unsafe_fixes: bool) -> FileResult:
     """Lint ``text`` and, in FIX and DIFF modes, compute its fixed form."""
     def lint(source: str) -> List[Diagnostic]:
@@ -58,7 +71,7 @@ def process_text(path: str, text: str, rules: Sequence[Type[Rule]], mode: Mode, 
             return FileResult(path, lint(text), text=text)
         fixed = fix_text(text, lint, applicabilities(unsafe_fixes))
     except cst.ParserSyntaxError as error:
-        return FileResult(path, error=FileError(path, f"cannot parse: {error.message}", error.raw_line, error.raw_column + 1))
+        return FileResult(path, error=_syntax_error(path, text, error))
     except FixError as error:
         return FileResult(path, error=FileError(path, str(error)), text=text)
     except RecursionError:

@@ -31,7 +31,7 @@ def decode(raw: bytes) -> tuple:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
     except SyntaxError as error:
-        raise SourceError(f"cannot determine the encoding: {error}") from None
+        raise SourceError(f"not valid utf-8 and no usable coding cookie ({error.msg})") from None
     try:
         return raw.decode(encoding), encoding
     except UnicodeDecodeError as error:

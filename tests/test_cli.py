@@ -1,0 +1,229 @@
+"""The installed ``gpulint`` console script, run as users run it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from tests.helpers import PAGES, run_gpulint
+
+SAFE = "import torch\n\n\ndef restore(model, path):\n    model.load_state_dict(torch.load(path))\n"
+UNSAFE = "import torch\nmodel = torch.load('model.pt')\n"
+CLEAN = "import torch\nstate = torch.load('model.pt', map_location='cpu')\n"
+
+
+@pytest.fixture
+def project(tmp_path):
+    (tmp_path / "safe.py").write_text(SAFE)
+    (tmp_path / "unsafe.py").write_text(UNSAFE)
+    (tmp_path / "clean.py").write_text(CLEAN)
+    return tmp_path
+
+
+def test_check_reports_in_ruff_style_and_exits_1(project):
+    result = run_gpulint(["check", "safe.py", "unsafe.py"], cwd=project)
+    assert result.returncode == 1
+    assert "safe.py:5:27: GPU001 [*] `torch.load` without `map_location`" in result.stdout
+    assert "unsafe.py:2:9: GPU001 `torch.load`" in result.stdout
+    assert "5 |     model.load_state_dict(torch.load(path))" in result.stdout
+    assert "  |                           ^^^^^^^^^^^^^^^^ GPU001" in result.stdout
+    assert '= help: Add `map_location="cpu"`' in result.stdout
+    assert result.stdout.rstrip().endswith("Found 2 problems (1 fixable with --fix, 1 with --unsafe-fixes).")
+
+
+def test_clean_file_exits_0(project):
+    result = run_gpulint(["clean.py"], cwd=project)
+    assert result.returncode == 0
+    assert result.stdout.strip() == "All checks passed!"
+
+
+def test_default_path_is_the_current_directory(project):
+    assert run_gpulint([], cwd=project).stdout.count("GPU001 ") == 2
+
+
+def test_fix_applies_safe_fixes_only(project):
+    result = run_gpulint(["--fix", "."], cwd=project)
+    assert result.returncode == 1
+    assert "(1 fixed, 1 remaining)" in result.stdout
+    assert "torch.load(path, map_location=\"cpu\")" in (project / "safe.py").read_text()
+    assert (project / "unsafe.py").read_text() == UNSAFE
+    again = run_gpulint(["--fix", "safe.py"], cwd=project)
+    assert again.returncode == 0 and "All checks passed!" in again.stdout
+
+
+def test_unsafe_fixes_are_applied_on_request(project):
+    result = run_gpulint(["check", "--fix", "--unsafe-fixes", "."], cwd=project)
+    assert result.returncode == 0
+    assert (project / "unsafe.py").read_text() == "import torch\nmodel = torch.load('model.pt', map_location='cpu')\n"
+
+
+def test_diff_prints_changes_and_writes_nothing(project):
+    result = run_gpulint(["--diff", "safe.py", "unsafe.py"], cwd=project)
+    assert result.returncode == 1
+    assert "--- safe.py\n+++ safe.py\n" in result.stdout
+    assert '+    model.load_state_dict(torch.load(path, map_location="cpu"))' in result.stdout
+    assert "unsafe.py" not in result.stdout
+    assert (project / "safe.py").read_text() == SAFE
+    assert run_gpulint(["--diff", "clean.py"], cwd=project).returncode == 0
+
+
+def test_select_and_ignore(project):
+    assert run_gpulint(["--ignore", "GPU001", "."], cwd=project).returncode == 0
+    assert run_gpulint(["--select", "GPU", "."], cwd=project).returncode == 1
+    assert run_gpulint(["--select", "ALL", "--ignore", "GPU0", "."], cwd=project).returncode == 0
+    unknown = run_gpulint(["--select", "GPU404", "."], cwd=project)
+    assert unknown.returncode == 2 and "unknown rule selector 'GPU404'" in unknown.stderr
+
+
+def test_json_format(project):
+    result = run_gpulint(["--format", "json", "safe.py", "clean.py"], cwd=project)
+    assert result.returncode == 1
+    (item,) = json.loads(result.stdout)
+    assert item == {
+        "path": "safe.py",
+        "line": 5,
+        "column": 27,
+        "end_line": 5,
+        "end_column": 43,
+        "code": "GPU001",
+        "name": "torch-load-without-map-location",
+        "message": "`torch.load` without `map_location` loads every tensor onto the device it was saved from",
+        "fix": {
+            "applicability": "safe",
+            "title": 'Add `map_location="cpu"`',
+            "edits": [{"line": 5, "column": 42, "end_line": 5, "end_column": 42, "content": ', map_location="cpu"'}],
+        },
+    }
+    assert json.loads(run_gpulint(["--format", "json", "clean.py"], cwd=project).stdout) == []
+
+
+def test_concise_format_statistics_quiet_and_exit_zero(project):
+    concise = run_gpulint(["--format", "concise", "-q", "safe.py"], cwd=project)
+    assert concise.stdout == "safe.py:5:27: GPU001 [*] `torch.load` without `map_location` loads every tensor onto the device it was saved from\n"
+    statistics = run_gpulint(["--statistics", "."], cwd=project)
+    assert "    2\tGPU001\t[*] torch-load-without-map-location" in statistics.stdout
+    assert run_gpulint(["--exit-zero", "--no-cache", "."], cwd=project).returncode == 0
+
+
+def test_noqa_suppresses(project):
+    (project / "noqa.py").write_text("import torch\nmodel = torch.load('m.pt')  # noqa: GPU001\n")
+    assert run_gpulint(["noqa.py"], cwd=project).returncode == 0
+
+
+def test_stdin_check_and_fix(project):
+    checked = run_gpulint(["check", "-", "--stdin-filename", "x.py"], cwd=project, stdin=SAFE.encode())
+    assert checked.returncode == 1 and "x.py:5:27: GPU001" in checked.stdout
+    fixed = run_gpulint(["--fix", "-", "--stdin-filename", "x.py"], cwd=project, stdin=SAFE.encode())
+    assert fixed.returncode == 0
+    assert fixed.stdout == SAFE.replace("torch.load(path)", 'torch.load(path, map_location="cpu")')
+    assert "(1 fixed, 0 remaining)" in fixed.stderr
+
+
+def test_syntax_error_is_reported_and_other_files_are_still_checked(project):
+    (project / "broken.py").write_text("import torch\ndef f(:\n    pass\n")
+    result = run_gpulint(["broken.py", "safe.py"], cwd=project)
+    assert result.returncode == 2
+    assert "error: broken.py:2:7: cannot parse" in result.stderr
+    assert "safe.py:5:27: GPU001" in result.stdout
+
+
+def test_missing_path_and_non_utf8_file_are_errors(project):
+    (project / "latin.py").write_bytes(b"x = '\xe9'\n")
+    result = run_gpulint(["missing.py", "latin.py", "clean.py"], cwd=project)
+    assert result.returncode == 2
+    assert "error: missing.py: no such file or directory" in result.stderr
+    assert "error: latin.py: not valid utf-8" in result.stderr
+
+
+def test_a_fix_is_never_written_when_the_file_does_not_parse(project):
+    (project / "broken.py").write_text("import torch\nmodel.load_state_dict(torch.load(p))\nif\n")
+    result = run_gpulint(["--fix", "broken.py"], cwd=project)
+    assert result.returncode == 2
+    assert (project / "broken.py").read_text() == "import torch\nmodel.load_state_dict(torch.load(p))\nif\n"
+
+
+def test_discovery_honours_gitignore_and_default_excludes(project):
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+    (project / ".gitignore").write_text("ignored.py\ngenerated/\n")
+    for relative in ["ignored.py", "generated/a.py", "build/b.py", ".venv/lib/c.py", "node_modules/d.py",
+                     "pkg/__pycache__/e.py", "env/pyvenv.cfg", "env/f.py", "pkg/kept.py", "pkg/notes.txt"]:
+        path = project / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(UNSAFE)
+    result = run_gpulint(["--format", "concise", "-q", "."], cwd=project)
+    reported = sorted({line.split(":")[0] for line in result.stdout.splitlines()})
+    assert reported == ["pkg/kept.py", "safe.py", "unsafe.py"]
+    named = run_gpulint(["--format", "concise", "-q", "ignored.py", "pkg/notes.txt"], cwd=project)
+    assert sorted(line.split(":")[0] for line in named.stdout.splitlines()) == ["ignored.py", "pkg/notes.txt"]
+
+
+def test_exclude_options(project):
+    assert run_gpulint(["--extend-exclude", "unsafe.py,safe.py", "."], cwd=project).returncode == 0
+    (project / "build").mkdir()
+    (project / "build" / "x.py").write_text(UNSAFE)
+    result = run_gpulint(["--format", "concise", "-q", "--exclude", "safe.py", "."], cwd=project)
+    assert sorted(line.split(":")[0] for line in result.stdout.splitlines()) == ["build/x.py", "unsafe.py"]
+
+
+def test_pyproject_configuration(project):
+    (project / "pyproject.toml").write_text(
+        "[tool.gpulint]\nunsafe-fixes = true\n[tool.gpulint.per-file-ignores]\n'safe.py' = ['GPU001']\n"
+    )
+    result = run_gpulint(["--fix", "."], cwd=project)
+    assert result.returncode == 0
+    assert "map_location" in (project / "unsafe.py").read_text()
+    assert (project / "safe.py").read_text() == SAFE
+
+
+def test_bad_configuration_exits_2(project):
+    (project / "pyproject.toml").write_text("[tool.gpulint]\nselect = ['GPU001']\nignroe = ['GPU001']\n")
+    result = run_gpulint(["."], cwd=project)
+    assert result.returncode == 2
+    assert "unknown key(s) in [tool.gpulint]: ignroe" in result.stderr
+
+
+def test_explicit_config_file(project):
+    (project / "gpulint.toml").write_text("[tool.gpulint]\nignore = ['GPU001']\n")
+    assert run_gpulint(["--config", "gpulint.toml", "."], cwd=project).returncode == 0
+    assert run_gpulint(["--config", "nowhere.toml", "."], cwd=project).returncode == 2
+
+
+def test_usage_error_exits_2(project):
+    assert run_gpulint(["--format", "xml", "."], cwd=project).returncode == 2
+
+
+def test_version():
+    result = run_gpulint(["--version"])
+    assert result.returncode == 0 and result.stdout.startswith("gpulint ")
+
+
+def test_rule_command_prints_the_page():
+    result = run_gpulint(["rule", "GPU001"])
+    assert result.returncode == 0
+    assert result.stdout == (PAGES / "GPU001.md").read_text()
+    assert run_gpulint(["rule", "torch-load-without-map-location"]).stdout == result.stdout
+
+
+def test_rule_all_lists_every_rule():
+    result = run_gpulint(["rule", "--all"])
+    assert result.returncode == 0
+    assert "GPU001\ttorch-load-without-map-location\tfix: always" in result.stdout
+
+
+def test_unknown_rule_exits_2():
+    result = run_gpulint(["rule", "GPU404"])
+    assert result.returncode == 2 and "unknown rule" in result.stderr
+
+
+def test_colour_only_when_asked(project):
+    plain = run_gpulint(["safe.py"], cwd=project)
+    assert "\033[" not in plain.stdout
+    import os
+
+    forced = subprocess.run(
+        [str(run_gpulint.__globals__["GPULINT"]), "safe.py"], cwd=project, capture_output=True, text=True,
+        env={**{k: v for k, v in os.environ.items() if k != "NO_COLOR"}, "FORCE_COLOR": "1"},
+    )
+    assert "\033[1;31mGPU001\033[0m" in forced.stdout

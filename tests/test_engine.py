@@ -1,0 +1,166 @@
+"""The engine's parts: suppression, the import table, edits and fix application, source round trips."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import libcst as cst
+import pytest
+
+from gpulint.diagnostics import Applicability, Edit, Fix
+from gpulint.fixer import FixError, apply_fixes, fix_text
+from gpulint.import_table import ImportTable
+from gpulint.linter import lint_source
+from gpulint.rule import FileContext, FixAvailability, Rule
+from gpulint.rules import ALL_RULES
+from gpulint.source import SourceError, read_source, write_source
+
+
+def _codes(source):
+    return [(d.start.line, d.code) for d in lint_source(source, "x.py", ALL_RULES)]
+
+
+LOAD = "import torch\nx = torch.load(p){comment}\n"
+
+
+@pytest.mark.parametrize(
+    ("comment", "suppressed"),
+    [
+        ("  # noqa", True),
+        ("  # noqa: GPU001", True),
+        ("  # NOQA:GPU001", True),
+        ("  # noqa: E501, GPU001", True),
+        ("  # noqa: E501", False),
+        ("  # noqa: GPU002", False),
+        ("  # a comment mentioning noqa-less things", False),
+        ("", False),
+    ],
+)
+def test_noqa_comments(comment, suppressed):
+    assert _codes(LOAD.format(comment=comment)) == ([] if suppressed else [(2, "GPU001")])
+
+
+def test_noqa_applies_to_the_line_where_a_multiline_diagnostic_starts():
+    assert _codes("import torch\nx = torch.load(  # noqa: GPU001\n    p,\n)\n") == []
+    assert _codes("import torch\nx = torch.load(\n    p,  # noqa: GPU001\n)\n") == [(2, "GPU001")]
+
+
+def test_noqa_inside_a_string_does_not_suppress():
+    assert _codes('import torch\nx = torch.load("# noqa")\n') == [(2, "GPU001")]
+
+
+def test_import_table_spellings():
+    module = cst.parse_module(
+        "import torch as t\nfrom torch import load as tl\nfrom torch import jit\n"
+        "def f():\n    import torch.hub\nfrom torch.serialization import *\n"
+    )
+    table = ImportTable.from_module(module)
+    spellings = table.spellings(["torch.load", "torch.jit.load", "torch.hub.load_state_dict_from_url", "torch.serialization.load"])
+    assert spellings == {
+        "t.load", "tl", "jit.load", "t.jit.load", "torch.hub.load_state_dict_from_url",
+        "t.hub.load_state_dict_from_url", "t.serialization.load", "torch.load", "torch.jit.load",
+        "torch.serialization.load", "load",
+    }
+
+
+def test_import_gate_sees_spellings_across_lines_and_comments():
+    table = ImportTable.from_module(cst.parse_module("import torch\n"))
+    assert table.may_reach(["torch.load"], "x = (torch  # c\n    .load)(p)\n")
+    assert not table.may_reach(["torch.load"], "x = torch.loads(p)\nmytorch.load(p)\n")
+
+
+def test_edit_between_is_minimal():
+    assert Edit.between("f(a)", "f(a, b)") == Edit(3, 3, ", b")
+    assert Edit.between("same", "same") is None
+
+
+def test_apply_fixes_skips_overlapping_fixes():
+    first = Fix("one", Applicability.SAFE, (Edit(0, 1, "A"),))
+    overlapping = Fix("two", Applicability.SAFE, (Edit(0, 2, "BB"),))
+    later = Fix("three", Applicability.SAFE, (Edit(3, 4, "D"),))
+    assert apply_fixes("abcd", [overlapping, later, first]) == ("Abcd"[:3] + "D", 2)
+
+
+class _AddsGcImport(Rule):
+    """A test rule: asks for ``import gc`` in every file that calls ``collect_garbage``."""
+
+    code = "GPU999"
+    name = "test-adds-gc-import"
+    message = "needs gc"
+    fix_title = "Import gc"
+    fix_availability = FixAvailability.ALWAYS
+    tokens = frozenset({"collect_garbage"})
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Name) and node.func.value == "collect_garbage":
+            fix = self.make_fix(Applicability.SAFE, [self.replacement_edit(node, cst.parse_expression("gc.collect()")), self.import_edit("gc")])
+            self.report(node, fix=fix)
+
+
+def test_import_edit_adds_an_import_once_through_libcst():
+    source = '"""Doc."""\nimport os\n\ncollect_garbage()\ncollect_garbage()\n'
+    result = fix_text(source, lambda text: lint_source(text, "x.py", [_AddsGcImport]), [Applicability.SAFE])
+    assert result.text == '"""Doc."""\nimport os\nimport gc\n\ngc.collect()\ngc.collect()\n'
+    assert result.applied == 2
+
+
+def test_fix_producing_invalid_code_is_refused():
+    class _Breaks(_AddsGcImport):
+        """A test rule whose fix does not parse."""
+
+        def visit_Call(self, node: cst.Call) -> None:
+            self.report(node, fix=Fix("break", Applicability.SAFE, (Edit(0, 0, "def ("),)))
+
+    with pytest.raises(FixError, match="does not parse"):
+        fix_text("collect_garbage()\n", lambda text: lint_source(text, "x.py", [_Breaks]), [Applicability.SAFE])
+
+
+def test_rule_context_collects_diagnostics_with_one_based_positions():
+    diagnostics = lint_source("import torch\n\n    \nif x:\n    y = torch.load(p)\n", "x.py", ALL_RULES)
+    (diagnostic,) = diagnostics
+    assert (diagnostic.start.line, diagnostic.start.column, diagnostic.end.line, diagnostic.end.column) == (5, 9, 5, 22)
+    assert isinstance(FileContext("x.py", "", cst.parse_module("")).diagnostics, list)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"import torch\r\nx = torch.load(p)\r\n",
+        b"\xef\xbb\xbfimport torch\nx = torch.load(p)\n",
+        "# -*- coding: latin-1 -*-\nimport torch\nx = torch.load('caf\u00e9')\n".encode("latin-1"),
+        b"import torch\nif x:\n\ty = torch.load(p)\n",
+    ],
+    ids=["crlf", "bom", "latin-1-cookie", "tabs"],
+)
+def test_fix_round_trips_encoding_newlines_and_indentation(tmp_path, raw):
+    path = tmp_path / "x.py"
+    path.write_bytes(raw)
+    source = read_source(path)
+    fixed = fix_text(source.text, lambda text: lint_source(text, "x.py", ALL_RULES), [Applicability.SAFE, Applicability.UNSAFE])
+    write_source(source, fixed.text)
+    written = path.read_bytes()
+    assert written.replace(b', map_location="cpu"', b"").replace(b", map_location='cpu'", b"") == raw
+    assert written != raw
+
+
+def test_undecodable_file_is_a_source_error(tmp_path):
+    path = tmp_path / "x.py"
+    path.write_bytes(b"x = '\xff'\n")
+    with pytest.raises(SourceError, match="not valid utf-8"):
+        read_source(path)
+
+
+def test_write_keeps_permissions_and_refuses_a_file_changed_on_disk(tmp_path):
+    path = tmp_path / "x.py"
+    path.write_text("a = 1\n")
+    os.chmod(path, 0o751)
+    source = read_source(path)
+    write_source(source, "a = 2\n")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o751
+    assert path.read_text() == "a = 2\n"
+    path.write_text("a = 3\n")
+    with pytest.raises(SourceError, match="changed on disk"):
+        write_source(source, "a = 4\n")
+    assert path.read_text() == "a = 3\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["x.py"]
