@@ -18,6 +18,7 @@ MAP_LOCATION_SLOT: Dict[str, int] = {
     "torch.serialization.load": 1,
     "torch.jit.load": 1,
     "torch.hub.load_state_dict_from_url": 2,
+    "torch.utils.model_zoo.load_url": 2,
 }
 """Each flagged function, and the 0-based positional slot of ``map_location`` in its signature."""
 
