@@ -48,40 +48,46 @@ def _separator(call: cst.Call) -> _Whitespace:
     return cst.SimpleWhitespace(" ")
 
 
-def _keep_comment(original: _Whitespace, separator: _Whitespace) -> _Whitespace:
+def _keep_comment(original: _Whitespace, separator: cst.ParenthesizedWhitespace) -> cst.ParenthesizedWhitespace:
     """``separator``, carrying over a comment and blank lines that ``original`` ended its line with."""
-    if not isinstance(original, cst.ParenthesizedWhitespace):
-        return separator
-    if isinstance(separator, cst.ParenthesizedWhitespace):
+    if isinstance(original, cst.ParenthesizedWhitespace):
         return separator.with_changes(first_line=original.first_line, empty_lines=original.empty_lines)
-    has_comment = original.first_line.comment is not None or any(line.comment for line in original.empty_lines)
-    return original if has_comment else separator
+    return separator
+
+
+def _parenthesized_if_bare_generator(arg: cst.Arg) -> cst.Arg:
+    """A lone generator argument needs its own parentheses once another argument joins it."""
+    if isinstance(arg.value, cst.GeneratorExp) and not arg.value.lpar:
+        return arg.with_changes(value=arg.value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()]))
+    return arg
 
 
 def append_keyword(call: cst.Call, keyword: str, value: cst.BaseExpression) -> cst.Call:
     """``call`` with ``keyword=value`` added after its last argument, in the call's own layout.
 
-    A one-line call stays on one line; a call with one argument per line gets the new argument on
-    its own line, at the same indentation; a trailing comma and comments stay where they were.
+    In a call laid out on one line the new argument follows the last one on the same line (a
+    comment there moves after it); in a call with one argument per line it gets a line of its own
+    at the same indentation, and comments stay with the argument they belong to. A trailing comma
+    stays a trailing comma.
     """
     new_arg = cst.Arg(value=value, keyword=cst.Name(keyword), equal=cst.AssignEqual(
         whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")))
     if not call.args:
         return call.with_changes(args=[new_arg])
     separator = _separator(call)
-    last = call.args[-1]
-    if isinstance(last.comma, cst.Comma):
-        closing = last.comma.whitespace_after
-        last = last.with_changes(comma=last.comma.with_changes(whitespace_after=_keep_comment(closing, separator)))
-        closing_without_comment = _line_break_like(closing) if isinstance(closing, cst.ParenthesizedWhitespace) else closing
-        new_arg = new_arg.with_changes(comma=cst.Comma(whitespace_after=closing_without_comment))
-    else:
-        closing = last.whitespace_after_arg
-        last = last.with_changes(
-            comma=cst.Comma(whitespace_after=_keep_comment(closing, separator)),
-            whitespace_after_arg=cst.SimpleWhitespace(""),
-        )
+    last = _parenthesized_if_bare_generator(call.args[-1])
+    trailing_comma = isinstance(last.comma, cst.Comma)
+    closing = last.comma.whitespace_after if trailing_comma else last.whitespace_after_arg
+    if isinstance(separator, cst.ParenthesizedWhitespace):
+        between: _Whitespace = _keep_comment(closing, separator)
         if isinstance(closing, cst.ParenthesizedWhitespace):
             closing = _line_break_like(closing)
+    else:
+        between = separator
+    if trailing_comma:
+        last = last.with_changes(comma=last.comma.with_changes(whitespace_after=between))
+        new_arg = new_arg.with_changes(comma=cst.Comma(whitespace_after=closing))
+    else:
+        last = last.with_changes(comma=cst.Comma(whitespace_after=between), whitespace_after_arg=cst.SimpleWhitespace(""))
         new_arg = new_arg.with_changes(whitespace_after_arg=closing)
     return call.with_changes(args=[*call.args[:-1], last, new_arg])

@@ -100,16 +100,24 @@ def _mode(args: argparse.Namespace) -> Mode:
     return Mode.FIX if args.fix else Mode.CHECK
 
 
-def _check_stdin(args: argparse.Namespace, overrides: Overrides, mode: Mode, out: TextIO) -> tuple:
+def _check_stdin(args: argparse.Namespace, overrides: Overrides, mode: Mode) -> tuple:
+    """Check source from stdin; with ``--fix``, write the fixed source (or, failing that, the
+    input unchanged) to stdout in the input's own encoding."""
     name = args.stdin_filename or "-"
     settings = settings_for(Path(args.stdin_filename or "stdin.py").resolve().parent, overrides)
+    raw = sys.stdin.buffer.read()
     try:
-        text, _ = decode(sys.stdin.buffer.read())
+        text, encoding = decode(raw)
     except SourceError as error:
-        return [FileResult(name, error=FileError(name, str(error)))], settings.unsafe_fixes
-    result = process_text(name, text, settings.rules_for(Path(name)), mode, settings.unsafe_fixes)
-    if mode is Mode.FIX and result.text is not None:
-        out.write(result.text)
+        result = FileResult(name, error=FileError(name, str(error)))
+        output = raw
+    else:
+        result = process_text(name, text, settings.rules_for(Path(name)), mode, settings.unsafe_fixes)
+        output = (result.text if result.error is None else text).encode(encoding)
+    if mode is Mode.FIX:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(output)
+        sys.stdout.buffer.flush()
     return [result], settings.unsafe_fixes
 
 
@@ -140,15 +148,15 @@ def _check_command(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
     try:
         overrides = _overrides(args)
         if args.paths == ["-"]:
-            results, unsafe = _check_stdin(args, overrides, mode, out)
+            results, unsafe = _check_stdin(args, overrides, mode)
         else:
             results, unsafe = _check_paths(args, overrides, mode)
     except ConfigError as error:
         err.write(f"gpulint: error: {error}\n")
         return EXIT_ERROR
     report = RunReport(results, mode, unsafe)
-    report_stream = err if (mode is Mode.FIX and args.paths == ["-"]) else out
     errors = [result.error for result in results if result.error is not None]
+    report_stream = err if (mode is Mode.FIX and args.paths == ["-"]) else out
     for error in errors:
         err.write(f"error: {error}\n")
     if mode is Mode.DIFF:

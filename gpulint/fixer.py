@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 from typing import Callable, Iterable, List, Sequence
 
@@ -47,8 +48,21 @@ def _disjoint(first: Fix, second: Fix) -> bool:
     return all(a.end < b.start or b.end < a.start for a in first.edits for b in second.edits)
 
 
+def _compiles(text: str) -> bool:
+    try:
+        compile(text, "<gpulint>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
+
+
 def fix_text(text: str, lint: Lint, allowed: Sequence[Applicability]) -> FixResult:
-    """Fix ``text`` until stable; the result re-parses, or ``FixError`` is raised."""
+    """Fix ``text`` until stable, or raise ``FixError``.
+
+    The result parses with LibCST, and, where the original compiles with the running Python, it
+    compiles too (LibCST accepts newer syntax than some Pythons do).
+    """
+    original = text
     applied = 0
     diagnostics = lint(text)
     passes = 0
@@ -56,6 +70,8 @@ def fix_text(text: str, lint: Lint, allowed: Sequence[Applicability]) -> FixResu
         fixes = [d.fix for d in diagnostics if d.fix is not None and d.fix.applicability in allowed]
         new_text, count = apply_fixes(text, fixes)
         if new_text == text:
+            if applied and not _compiles(text) and _compiles(original):
+                raise FixError("fixes produced code that this Python cannot compile; file left unchanged")
             return FixResult(text, applied, diagnostics)
         if passes == MAX_PASSES:
             raise FixError(f"fixes did not settle after {MAX_PASSES} passes; file left unchanged")

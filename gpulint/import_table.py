@@ -36,7 +36,9 @@ def _statements(body: _Body) -> Iterator[cst.CSTNode]:
 
 
 def _compound_statements(statement: cst.BaseCompoundStatement) -> Iterator[cst.CSTNode]:
-    yield from _statements(statement.body)
+    body = getattr(statement, "body", None)
+    if body is not None:
+        yield from _statements(body)
     for attribute in ("orelse", "finalbody"):
         tail = getattr(statement, attribute, None)
         if tail is not None:

@@ -21,6 +21,10 @@ _ITERATION_METHODS = frozenset({"keys", "items", "values"})
 _STRING_KEY = m.SimpleString() | m.ConcatenatedString()
 
 
+def _is_false(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "False"
+
+
 class MappingUse:
     """Answers ``only_as_mapping(expr)`` with the metadata of the visitor that asks."""
 
@@ -46,12 +50,20 @@ class MappingUse:
         return False
 
     def _is_state_dict_argument(self, arg: cst.Arg) -> bool:
+        """``x.load_state_dict(value)``, which copies each tensor into the device of the parameter
+        it belongs to; not with ``assign=True`` (possibly passed positionally or through ``**``),
+        which makes the loaded tensors themselves the parameters."""
         call = self._parent(arg)
         if not (isinstance(call, cst.Call) and m.matches(call.func, m.Attribute(attr=m.Name("load_state_dict")))):
             return False
+        positional = [a for a in call.args if a.keyword is None]
+        if any(a.star for a in call.args) or len(positional) > 2:
+            return False
+        if any(a.keyword is not None and a.keyword.value == "assign" and not _is_false(a.value) for a in call.args):
+            return False
         if arg.keyword is not None:
             return arg.keyword.value == "state_dict"
-        return not arg.star and call.args[0] is arg
+        return call.args[0] is arg
 
     @staticmethod
     def _is_string_key(subscript: cst.Subscript) -> bool:
@@ -79,6 +91,8 @@ class MappingUse:
             return False
         assignments = scope.assignments[name.value]
         if not any(assignment.node is name for assignment in assignments):
+            return False
+        if any(isinstance(self._parent(assignment.node), cst.AugAssign) for assignment in assignments):
             return False
         key = (id(scope), name.value)
         if key in self._following:

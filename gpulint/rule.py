@@ -32,6 +32,15 @@ class FileContext:
     source: str
     module: cst.Module
     diagnostics: List[Diagnostic] = field(default_factory=list)
+    _round_trips: Optional[bool] = None
+
+    @property
+    def round_trips(self) -> bool:
+        """Whether LibCST reproduces the source exactly (it does not for some newline styles);
+        edits are only computed where it does."""
+        if self._round_trips is None:
+            self._round_trips = self.module.code == self.source
+        return self._round_trips
 
 
 class Rule(BatchableCSTVisitor):
@@ -78,12 +87,16 @@ class Rule(BatchableCSTVisitor):
 
     def replacement_edit(self, old: cst.CSTNode, new: cst.CSTNode) -> Optional[Edit]:
         """The text edit that replaces ``old`` by ``new`` in this file."""
+        if not self.context.round_trips:
+            return None
         replaced = self.context.module.deep_replace(old, new)
         assert isinstance(replaced, cst.Module)
         return Edit.between(self.context.source, replaced.code)
 
     def import_edit(self, module: str, obj: Optional[str] = None) -> Optional[Edit]:
         """The text edit that adds ``import module`` (or ``from module import obj``) if it is missing."""
+        if not self.context.round_trips:
+            return None
         visitor = AddImportsVisitor(CodemodContext(), [ImportItem(module, obj)])
         return Edit.between(self.context.source, visitor.transform_module(self.context.module).code)
 

@@ -46,7 +46,7 @@ class FileResult:
     error: Optional[FileError] = None
     diff: str = ""
     text: Optional[str] = None
-    """The final source text (fixed where fixing was asked for); None when it could not be read."""
+    """The final source text (fixed where fixing was asked for, else as read); None when unreadable."""
 
 
 def _syntax_error(path: str, text: str, error: cst.ParserSyntaxError) -> FileError:
@@ -71,9 +71,9 @@ def process_text(path: str, text: str, rules: Sequence[Type[Rule]], mode: Mode, 
             return FileResult(path, lint(text), text=text)
         fixed = fix_text(text, lint, applicabilities(unsafe_fixes))
     except cst.ParserSyntaxError as error:
-        return FileResult(path, error=_syntax_error(path, text, error))
+        return FileResult(path, error=_syntax_error(path, text, error), text=text)
     except FixError as error:
-        return FileResult(path, error=FileError(path, str(error)), text=text)
+        return FileResult(path, lint(text), error=FileError(path, str(error)), text=text)
     except RecursionError:
         return FileResult(path, error=FileError(path, "too deeply nested to analyse"), text=text)
     except Exception as error:  # noqa: BLE001 - one file's internal error must not stop the run

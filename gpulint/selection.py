@@ -23,8 +23,8 @@ def matching_codes(selector: str, codes: Iterable[str]) -> FrozenSet[str]:
 
 @dataclass(frozen=True)
 class SelectionLayer:
-    """One source of selection (the config file, then the command line), applied in order as ruff does:
-    ``select`` replaces the set, ``extend_select`` adds to it, ``ignore`` removes from it."""
+    """One source of selection (the config file, then the command line), applied in order as ruff
+    does: ``select`` replaces the set, ``extend_select`` adds to it, ``ignore`` removes from it."""
 
     select: Optional[Sequence[str]] = None
     extend_select: Sequence[str] = field(default_factory=tuple)
@@ -35,13 +35,25 @@ class SelectionLayer:
             matching_codes(selector, codes)
 
 
+def _specificity(selector: str) -> int:
+    selector = selector.strip().upper()
+    return 0 if selector == "ALL" else len(selector)
+
+
 def resolve(layers: Sequence[SelectionLayer], codes: Iterable[str]) -> FrozenSet[str]:
-    """The enabled codes: every rule by default, then each layer in turn."""
+    """The enabled codes: every rule by default, then each layer in turn.
+
+    Within a layer the more specific selector wins whatever list it is in (``ignore = ["GPU"]``
+    with ``extend-select = ["GPU001"]`` enables GPU001); at equal specificity ``ignore`` wins.
+    """
     codes = frozenset(codes)
     enabled = set(codes)
     for layer in layers:
         if layer.select is not None:
-            enabled = set().union(*(matching_codes(s, codes) for s in layer.select))
-        enabled |= set().union(*(matching_codes(s, codes) for s in layer.extend_select))
-        enabled -= set().union(*(matching_codes(s, codes) for s in layer.ignore))
+            enabled = set()
+        choices = [(s, True) for s in (*(layer.select or ()), *layer.extend_select)]
+        choices += [(s, False) for s in layer.ignore]
+        for selector, enable in sorted(choices, key=lambda choice: (_specificity(choice[0]), not choice[1])):
+            matched = matching_codes(selector, codes)
+            enabled = enabled | matched if enable else enabled - matched
     return frozenset(enabled)

@@ -54,14 +54,15 @@ def read_source(path: Path) -> SourceFile:
 def write_source(original: SourceFile, text: str) -> None:
     """Replace the file with ``text`` atomically, in its encoding and with its permissions.
 
-    Refuses, leaving the file untouched, if it changed on disk since it was read.
+    A symbolic link stays a link: the file it points to is replaced. Refuses, leaving the file untouched, if it changed on disk since it was read.
     """
     data = text.encode(original.encoding)
+    target = Path(os.path.realpath(original.path))
     try:
-        if original.path.read_bytes() != original.raw:
+        if target.read_bytes() != original.raw:
             raise SourceError("changed on disk while being fixed; not overwritten")
-        mode = stat.S_IMODE(original.path.stat().st_mode)
-        handle, temporary = tempfile.mkstemp(dir=original.path.parent, prefix=f".{original.path.name}.", suffix=".tmp")
+        mode = stat.S_IMODE(target.stat().st_mode)
+        handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     except OSError as error:
         raise SourceError(f"cannot write: {error.strerror or error}") from None
     try:
@@ -70,7 +71,7 @@ def write_source(original: SourceFile, text: str) -> None:
             stream.flush()
             os.fsync(stream.fileno())
         os.chmod(temporary, mode)
-        os.replace(temporary, original.path)
+        os.replace(temporary, target)
     except OSError as error:
         with contextlib.suppress(OSError):
             os.unlink(temporary)

@@ -18,13 +18,21 @@ GPULINT = Path(sys.executable).parent / ("gpulint.exe" if os.name == "nt" else "
 _MARKER = re.compile(r"#\s*error:\s*(?P<code>[A-Z]+[0-9]{3})(?:\s+fix=(?P<fix>safe|unsafe|display-only|none))?")
 
 
-def run_gpulint(args: Sequence[str], cwd: Optional[Path] = None, stdin: Optional[bytes] = None) -> subprocess.CompletedProcess:
+def run_gpulint_raw(
+    args: Sequence[str], cwd: Optional[Path] = None, stdin: Optional[bytes] = None, color: bool = False
+) -> subprocess.CompletedProcess:
+    """Run the installed ``gpulint`` console script; output is bytes."""
+    environment = dict(os.environ)
+    environment.pop("FORCE_COLOR" if not color else "NO_COLOR", None)
+    environment.update({"FORCE_COLOR": "1"} if color else {"NO_COLOR": "1"})
+    return subprocess.run([str(GPULINT), *args], cwd=cwd, input=stdin, capture_output=True, env=environment, timeout=120)
+
+
+def run_gpulint(
+    args: Sequence[str], cwd: Optional[Path] = None, stdin: Optional[bytes] = None, color: bool = False
+) -> subprocess.CompletedProcess:
     """Run the installed ``gpulint`` console script; output is decoded text."""
-    environment = {**os.environ, "NO_COLOR": "1"}
-    environment.pop("FORCE_COLOR", None)
-    completed = subprocess.run(
-        [str(GPULINT), *args], cwd=cwd, input=stdin, capture_output=True, env=environment, timeout=120
-    )
+    completed = run_gpulint_raw(args, cwd, stdin, color)
     return subprocess.CompletedProcess(
         completed.args, completed.returncode, completed.stdout.decode(), completed.stderr.decode()
     )

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from tests.helpers import PAGES, run_gpulint
+from tests.helpers import PAGES, run_gpulint, run_gpulint_raw
 
 SAFE = "import torch\n\n\ndef restore(model, path):\n    model.load_state_dict(torch.load(path))\n"
 UNSAFE = "import torch\nmodel = torch.load('model.pt')\n"
@@ -209,7 +209,7 @@ def test_rule_command_prints_the_page():
 def test_rule_all_lists_every_rule():
     result = run_gpulint(["rule", "--all"])
     assert result.returncode == 0
-    assert "GPU001\ttorch-load-without-map-location\tfix: always" in result.stdout
+    assert "GPU001\ttorch-load-without-map-location\tfix: sometimes" in result.stdout
 
 
 def test_unknown_rule_exits_2():
@@ -220,10 +220,47 @@ def test_unknown_rule_exits_2():
 def test_colour_only_when_asked(project):
     plain = run_gpulint(["safe.py"], cwd=project)
     assert "\033[" not in plain.stdout
-    import os
-
-    forced = subprocess.run(
-        [str(run_gpulint.__globals__["GPULINT"]), "safe.py"], cwd=project, capture_output=True, text=True,
-        env={**{k: v for k, v in os.environ.items() if k != "NO_COLOR"}, "FORCE_COLOR": "1"},
-    )
+    forced = run_gpulint(["safe.py"], cwd=project, color=True)
     assert "\033[1;31mGPU001\033[0m" in forced.stdout
+
+
+def test_fix_through_a_symlink_keeps_the_link(project):
+    (project / "link.py").symlink_to(project / "safe.py")
+    assert run_gpulint(["--fix", "link.py"], cwd=project).returncode == 0
+    assert (project / "link.py").is_symlink()
+    assert "map_location" in (project / "safe.py").read_text()
+
+
+def test_stdin_fix_keeps_the_encoding_and_bom():
+    latin = "# -*- coding: latin-1 -*-\nimport torch\nx = torch.load('caf\u00e9')\n".encode("latin-1")
+    fixed = run_gpulint_raw(["--fix", "--unsafe-fixes", "-"], stdin=latin).stdout
+    assert fixed == latin.replace(b"')", b"', map_location='cpu')")
+    bom = b"\xef\xbb\xbfimport torch\nx = torch.load(p)\n"
+    assert run_gpulint_raw(["--fix", "--unsafe-fixes", "-"], stdin=bom).stdout == bom.replace(b"(p)", b'(p, map_location="cpu")')
+
+
+def test_stdin_fix_echoes_input_that_does_not_parse():
+    source = b"x = 1\ndef (:\n"
+    assert run_gpulint_raw(["--fix", "-"], stdin=source).stdout == source
+
+
+def test_summary_never_claims_success_when_a_file_failed(project):
+    result = run_gpulint(["missing.py", "clean.py"], cwd=project)
+    assert result.returncode == 2
+    assert "All checks passed" not in result.stdout
+    assert "1 file could not be checked or fixed" in result.stdout
+
+
+def test_old_mac_newlines_are_reported_but_never_rewritten(project):
+    raw = b"import torch\rx = torch.load(p)\r"
+    (project / "cr.py").write_bytes(raw)
+    result = run_gpulint(["--fix", "--unsafe-fixes", "cr.py"], cwd=project)
+    assert result.returncode == 1 and "GPU001" in result.stdout
+    assert (project / "cr.py").read_bytes() == raw
+
+
+def test_caret_lines_up_under_tab_indentation(project):
+    (project / "tabs.py").write_text("import torch\nif True:\n\tx = torch.load(p)\n")
+    result = run_gpulint(["tabs.py"], cwd=project)
+    assert "3 | \tx = torch.load(p)\n  | \t    ^^^^^^^^^^^^^ GPU001" in result.stdout
+

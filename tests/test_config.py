@@ -28,6 +28,13 @@ def test_layers_apply_in_order_like_ruff():
     assert resolve([SelectionLayer(), SelectionLayer(ignore=["GPU"])], CODES) == set()
 
 
+def test_the_more_specific_selector_wins_within_a_layer():
+    assert resolve([SelectionLayer(ignore=["GPU"], extend_select=["GPU001"])], CODES) == {"GPU001"}
+    assert resolve([SelectionLayer(select=["GPU001"], ignore=["GPU"])], CODES) == {"GPU001"}
+    assert resolve([SelectionLayer(select=["GPU00"], ignore=["GPU002"])], CODES) == {"GPU001"}
+    assert resolve([SelectionLayer(select=["GPU001"], ignore=["GPU001"])], CODES) == set()
+
+
 def _write(directory: Path, text: str) -> Path:
     path = directory / "pyproject.toml"
     path.write_text(text)

@@ -164,3 +164,9 @@ def test_write_keeps_permissions_and_refuses_a_file_changed_on_disk(tmp_path):
         write_source(source, "a = 4\n")
     assert path.read_text() == "a = 3\n"
     assert [p.name for p in tmp_path.iterdir()] == ["x.py"]
+
+
+def test_match_statements_and_prefilter_agree():
+    source = "import json\nimport torch\nmatch c:\n    case 1:\n        json.load(f)\n        torch.load(f)\n"
+    assert lint_source(source, "x.py", ALL_RULES) == lint_source(source, "x.py", ALL_RULES, prefilter=False)
+    assert [d.start.line for d in lint_source(source, "x.py", ALL_RULES)] == [6]

@@ -22,6 +22,10 @@ class RunReport:
         return [d for result in self.results for d in result.diagnostics]
 
     @property
+    def failed_files(self) -> int:
+        return sum(1 for result in self.results if result.error is not None)
+
+    @property
     def fixed(self) -> int:
         return sum(result.fixed for result in self.results)
 

@@ -11,6 +11,14 @@ def _plural(count: int, word: str) -> str:
 
 
 def summary_line(report: RunReport) -> str:
+    findings = _findings_summary(report)
+    if report.failed_files:
+        not_checked = f"{_plural(report.failed_files, 'file')} could not be checked or fixed (see errors above)."
+        return not_checked if findings == "All checks passed!" else f"{findings} {not_checked}"
+    return findings
+
+
+def _findings_summary(report: RunReport) -> str:
     remaining = report.diagnostics
     if report.fixed:
         return f"Found {_plural(report.fixed + len(remaining), 'problem')} ({report.fixed} fixed, {len(remaining)} remaining)."

@@ -19,7 +19,8 @@ def _frame(lines: List[str], diagnostic: Diagnostic, style: Style) -> List[str]:
     end = diagnostic.end.column - 1 if diagnostic.end.line == number else len(source_line)
     width = len(str(number))
     gutter = style.blue(" " * width + " |")
-    caret = " " * start + "^" * max(1, end - start)
+    padding = "".join(char if char == "\t" else " " for char in source_line[:start])
+    caret = padding + "^" * max(1, end - start)
     return [
         gutter,
         f"{style.blue(str(number) + ' |')} {source_line}",

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Dict
+from typing import Dict, Optional
 
 import libcst as cst
-from libcst.metadata import PositionProvider, QualifiedNameProvider
+from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
 
 from gpulint import mapping_use
 from gpulint.call_args import append_keyword, may_pass_argument
-from gpulint.diagnostics import Applicability
+from gpulint.diagnostics import Applicability, Fix
 from gpulint.mapping_use import MappingUse
 from gpulint.rule import FixAvailability, Rule
 
@@ -30,7 +30,7 @@ class TorchLoadWithoutMapLocation(Rule):
     name = "torch-load-without-map-location"
     message = "`{func}` without `map_location` loads every tensor onto the device it was saved from"
     fix_title = 'Add `map_location="cpu"`'
-    fix_availability = FixAvailability.ALWAYS
+    fix_availability = FixAvailability.SOMETIMES
     tokens = frozenset({"load"})
     targets = frozenset(MAP_LOCATION_SLOT)
 
@@ -42,18 +42,26 @@ class TorchLoadWithoutMapLocation(Rule):
             return
         if any(may_pass_argument(node, "map_location", MAP_LOCATION_SLOT[name]) for name in names):
             return
-        fixed = append_keyword(node, "map_location", cst.SimpleString(_quoted_cpu(node)))
+        self.report(node, self.message.format(func=min(names)), self._fix(node))
+
+    def _fix(self, node: cst.Call) -> Optional[Fix]:
+        quote = self._quote(node)
+        if quote is None:
+            return None
+        fixed = append_keyword(node, "map_location", cst.SimpleString(f"{quote}cpu{quote}"))
         safe = MappingUse(self).only_as_mapping(node)
-        fix = self.make_fix(
-            Applicability.SAFE if safe else Applicability.UNSAFE,
-            [self.replacement_edit(node, fixed)],
-        )
-        self.report(node, self.message.format(func=min(names)), fix)
+        return self.make_fix(Applicability.SAFE if safe else Applicability.UNSAFE, [self.replacement_edit(node, fixed)])
 
-
-def _quoted_cpu(call: cst.Call) -> str:
-    """``"cpu"``, in single quotes where the call's own string arguments use them."""
-    for arg in call.args:
-        if isinstance(arg.value, cst.SimpleString) and arg.value.quote == "'":
-            return "'cpu'"
-    return '"cpu"'
+    def _quote(self, node: cst.Call) -> Optional[str]:
+        """The quote for ``"cpu"``: the call's own style, never one an enclosing f-string uses
+        (before Python 3.12 that ends the f-string); None if both are taken."""
+        preferred = ["'", '"'] if any(
+            isinstance(arg.value, cst.SimpleString) and arg.value.quote == "'" for arg in node.args
+        ) else ['"', "'"]
+        taken = set()
+        ancestor = self.get_metadata(ParentNodeProvider, node)
+        while not isinstance(ancestor, cst.Module):
+            if isinstance(ancestor, cst.FormattedString):
+                taken.add(ancestor.start[-1])
+            ancestor = self.get_metadata(ParentNodeProvider, ancestor)
+        return next((quote for quote in preferred if quote not in taken), None)
