@@ -77,7 +77,7 @@ def process_text(path: str, text: str, rules: Sequence[Type[Rule]], mode: Mode, 
     except RecursionError:
         return FileResult(path, error=FileError(path, "too deeply nested to analyse"), text=text)
     except Exception as error:  # noqa: BLE001 - one file's internal error must not stop the run
-        return FileResult(path, error=FileError(path, f"internal error: {type(error).__name__}: {error}"), text=text)
+        return FileResult(path, error=FileError(path, f"internal error: {type(error).__name__}: {str(error)[:300]}"), text=text)
     diff = ""
     if mode is Mode.DIFF and fixed.text != text:
         diff = "".join(

@@ -25,12 +25,12 @@ Body = Union[cst.BaseSuite, cst.Module]
 class Step:
     """One node of the graph."""
 
-    node: Optional[cst.CSTNode]
+    node: Optional[cst.CSTNode] = field(repr=False)
     reads: Set[str] = field(default_factory=set)
     binds: Set[str] = field(default_factory=set)
     deletes: Set[str] = field(default_factory=set)
-    successors: List["Step"] = field(default_factory=list)
-    predecessors: List["Step"] = field(default_factory=list)
+    successors: List["Step"] = field(default_factory=list, repr=False)
+    predecessors: List["Step"] = field(default_factory=list, repr=False)
 
     def link(self, successor: "Step") -> None:
         if successor not in self.successors:

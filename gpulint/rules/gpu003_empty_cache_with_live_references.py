@@ -1,0 +1,65 @@
+"""GPU003: ``torch.cuda.empty_cache()`` called while dead tensors are still bound to names."""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+import libcst as cst
+from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
+
+from gpulint import statements
+from gpulint.analysis import scope
+from gpulint.analysis.scope import ScopeAnalysis, analysis_for
+from gpulint.analysis.cfg import Step
+from gpulint.diagnostics import Applicability, Fix
+from gpulint.rule import FixAvailability, Rule
+
+EMPTY_CACHE = frozenset({"torch.cuda.empty_cache", "torch.cuda.memory.empty_cache"})
+
+
+def _quoted(names: List[str]) -> str:
+    return ", ".join(f"'{name}'" for name in names)
+
+
+class EmptyCacheWithLiveReferences(Rule):
+    """``empty_cache()`` returns cached blocks to the driver only when no tensor references them."""
+
+    code = "GPU003"
+    name = "empty-cache-with-live-references"
+    message = "empty_cache() cannot release {names}: still bound (add del before the call)"
+    fix_title = "Delete the dead tensors before `empty_cache()`"
+    fix_availability = FixAvailability.SOMETIMES
+    tokens = frozenset({"empty_cache"})
+    targets = EMPTY_CACHE
+
+    METADATA_DEPENDENCIES = (PositionProvider, *scope.METADATA_DEPENDENCIES, *statements.METADATA_DEPENDENCIES)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        names = {q.name for q in self.get_metadata(QualifiedNameProvider, node.func, set())}
+        if not names or not names <= EMPTY_CACHE:
+            return
+        statement = self.get_metadata(ParentNodeProvider, node)
+        if not (isinstance(statement, cst.Expr) and statement.value is node):
+            return
+        analysis = analysis_for(self, self.context, node)
+        step = analysis.step_of(statement) if analysis else None
+        if analysis is None or step is None:
+            return
+        dead = self._dead_tensor_names(analysis, step)
+        if dead:
+            self.report(node, self.message.format(names=_quoted(dead)), self._fix(analysis, step, statement, dead))
+
+    @staticmethod
+    def _dead_tensor_names(analysis: ScopeAnalysis, step: Step) -> List[str]:
+        live = analysis.live_before(step)
+        excluded = live | analysis.escaping | set(analysis.parameters)
+        return analysis.in_binding_order(name for name in analysis.holding[step] if name not in excluded)
+
+    def _fix(self, analysis: ScopeAnalysis, step: Step, statement: cst.Expr, dead: List[str]) -> Optional[Fix]:
+        if not set(dead) <= analysis.definitely_bound[step]:
+            return None
+        replacement = statements.insert_before(self, statement, f"del {', '.join(dead)}")
+        if replacement is None:
+            return None
+        applicability = Applicability.UNSAFE if analysis.is_module else Applicability.SAFE
+        return self.make_fix(applicability, [self.replacement_edit(*replacement)])

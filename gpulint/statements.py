@@ -1,0 +1,63 @@
+"""Inserting statements into a block without disturbing its comments, blank lines and indentation."""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence, Tuple
+
+import libcst as cst
+from libcst import MetadataDependent
+from libcst.metadata import ParentNodeProvider
+
+METADATA_DEPENDENCIES = (ParentNodeProvider,)
+
+Replacement = Tuple[cst.CSTNode, cst.CSTNode]
+"""(old node, new node) for ``Rule.replacement_edit``."""
+
+
+def _parent(owner: MetadataDependent, node: cst.CSTNode) -> cst.CSTNode:
+    return owner.get_metadata(ParentNodeProvider, node)
+
+
+def _small(code: str) -> cst.BaseSmallStatement:
+    line = cst.parse_statement(code + "\n")
+    assert isinstance(line, cst.SimpleStatementLine)
+    return line.body[0]
+
+
+def insert_before(owner: MetadataDependent, statement: cst.BaseSmallStatement, code: str) -> Optional[Replacement]:
+    """Insert the small statement ``code`` just before ``statement``.
+
+    On a line of its own the new statement gets its own line above, taking over the comments and
+    blank lines that preceded the old one; within a ``;``-separated line it joins that line."""
+    line = _parent(owner, statement)
+    if not isinstance(line, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+        return None
+    index = next(i for i, small in enumerate(line.body) if small is statement)
+    if isinstance(line, cst.SimpleStatementLine) and index == 0:
+        block = _parent(owner, line)
+        if not isinstance(block, (cst.Module, cst.IndentedBlock)):
+            return None
+        new_line = cst.SimpleStatementLine(body=[_small(code)], leading_lines=line.leading_lines)
+        body = []
+        for existing in block.body:
+            if existing is line:
+                body.extend([new_line, line.with_changes(leading_lines=())])
+            else:
+                body.append(existing)
+        return block, block.with_changes(body=body)
+    joined = _small(code).with_changes(semicolon=cst.Semicolon(whitespace_after=cst.SimpleWhitespace(" ")))
+    return line, line.with_changes(body=[*line.body[:index], joined, *line.body[index:]])
+
+
+def insert_after(owner: MetadataDependent, statement: cst.BaseStatement, codes: Sequence[str]) -> Optional[Replacement]:
+    """Insert the statements ``codes``, each on its own line, just after ``statement`` in its block."""
+    block = _parent(owner, statement)
+    if not isinstance(block, (cst.Module, cst.IndentedBlock)):
+        return None
+    new_lines = [cst.parse_statement(code + "\n") for code in codes]
+    body = []
+    for existing in block.body:
+        body.append(existing)
+        if existing is statement:
+            body.extend(new_lines)
+    return block, block.with_changes(body=body)
