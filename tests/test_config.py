@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from gpulint.config import ConfigError, FileConfig, Overrides, find_pyproject, load_file_config, resolve_settings, settings_for
+from gpulint.rules import ALL_RULES
 from gpulint.selection import SelectionError, SelectionLayer, matching_codes, resolve
 
 CODES = ("GPU001", "GPU002", "GPU010")
@@ -73,7 +74,7 @@ def test_invalid_toml_is_an_error(tmp_path):
 
 
 def test_command_line_wins_over_the_file(tmp_path):
-    _write(tmp_path, "[tool.gpulint]\nignore = ['GPU001']\nunsafe-fixes = true\nextend-exclude = ['generated']\n")
+    _write(tmp_path, "[tool.gpulint]\nignore = ['GPU']\nunsafe-fixes = true\nextend-exclude = ['generated']\n")
     from_file = settings_for(tmp_path, Overrides())
     assert from_file.enabled == frozenset() and from_file.unsafe_fixes
     overridden = settings_for(tmp_path, Overrides(selection=SelectionLayer(select=["GPU001"]), unsafe_fixes=False))
@@ -83,11 +84,12 @@ def test_command_line_wins_over_the_file(tmp_path):
 
 def test_per_file_ignores_match_relative_paths_and_names(tmp_path):
     settings = resolve_settings(
-        FileConfig(root=tmp_path, per_file_ignores={"tests/*": ("GPU001",), "conftest.py": ("GPU",)}), Overrides()
+        FileConfig(root=tmp_path, per_file_ignores={"tests/*": ("GPU",), "conftest.py": ("GPU001",)}), Overrides()
     )
+    every_code = [rule.code for rule in ALL_RULES]
     assert settings.rules_for(tmp_path / "tests" / "test_x.py") == []
-    assert settings.rules_for(tmp_path / "deep" / "conftest.py") == []
-    assert [rule.code for rule in settings.rules_for(tmp_path / "src" / "x.py")] == ["GPU001"]
+    assert [rule.code for rule in settings.rules_for(tmp_path / "deep" / "conftest.py")] == every_code[1:]
+    assert [rule.code for rule in settings.rules_for(tmp_path / "src" / "x.py")] == every_code
 
 
 def test_exclude_replaces_the_defaults(tmp_path):

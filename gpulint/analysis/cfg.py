@@ -149,6 +149,8 @@ class ControlFlowGraph:
         self.step_of: Dict[cst.CSTNode, Step] = {}
         self.exits_of: Dict[cst.CSTNode, List[Step]] = {}
         """Each statement -> the steps through which control leaves it normally."""
+        self.steps_in: Dict[cst.CSTNode, Set[Step]] = {}
+        """Each statement -> the steps it is made of."""
         self._loops: List[tuple] = []
         self._handlers: List[List[Step]] = []
         ends = self._block(statements_of(body), [self.entry])
@@ -173,8 +175,10 @@ class ControlFlowGraph:
 
     def _block(self, statements: Sequence[cst.CSTNode], predecessors: List[Step]) -> List[Step]:
         for statement in statements:
+            first = len(self.steps)
             predecessors = self._statement(statement, predecessors)
             self.exits_of[statement] = predecessors
+            self.steps_in[statement] = set(self.steps[first:])
         return predecessors
 
     def _statement(self, node: cst.CSTNode, predecessors: List[Step]) -> List[Step]:

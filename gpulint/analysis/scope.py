@@ -141,8 +141,13 @@ class ScopeAnalysis:
 
     def live_after_statement(self, statement: cst.CSTNode) -> FrozenSet[str]:
         """Names that may be read after ``statement`` (a statement of some block of this scope) completes."""
-        exits = self.graph.exits_of.get(statement, [])
-        return frozenset().union(*(self.live_after[step] for step in exits))
+        inside = self.graph.steps_in.get(statement, set())
+        live = set()
+        for step in self.graph.exits_of.get(statement, []):
+            for successor in step.successors:
+                if successor not in inside:
+                    live |= self.live_before(successor)
+        return frozenset(live)
 
     def bound_after_statement(self, statement: cst.CSTNode, definitely: bool) -> FrozenSet[str]:
         exits = self.graph.exits_of.get(statement, [])

@@ -97,12 +97,16 @@ class ModuleEvidence(cst.CSTVisitor):
                     self.modules.add(name)
 
     def _constructs_module(self, value: cst.BaseExpression) -> bool:
+        """``nn.Linear(...)``, or any constructor call moved or switched: ``Net().cuda()``, ``Net().eval()``."""
+        moved = False
         while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in (
             "cuda", "to", "eval", "train", "half", "float", "bfloat16", "requires_grad_",
         ):
-            value = value.func.value
+            value, moved = value.func.value, True
         if isinstance(value, cst.Call):
-            return any(is_module_constructor(q) for q in self.qualified_names(value.func))
+            return (moved and isinstance(value.func, (cst.Name, cst.Attribute))) or any(
+                is_module_constructor(q) for q in self.qualified_names(value.func)
+            )
         return False
 
 

@@ -1,0 +1,91 @@
+"""Which names hold the tensors of one object: its alias group, found to a fixed point.
+
+``d = m.state_dict()``, ``sub = m.encoder``, ``x = m``, ``p = list(m.parameters())``,
+``{k: v for k, v in d.items()}``, ``md.update(d)``, ``md[k] = v`` and ``lst.append(v)`` all make
+the bound (or updated) name hold some of ``m``'s tensors.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, List, Set
+
+import libcst as cst
+
+NON_HOLDING_ATTRIBUTES = frozenset({"shape", "dtype", "device", "ndim", "training", "requires_grad", "is_cuda"})
+NON_HOLDING_METHODS = frozenset({"keys", "size", "dim", "numel", "item", "tolist", "__len__", "__contains__"})
+CONTAINER_FUNCTIONS = frozenset({
+    "list", "tuple", "dict", "set", "frozenset", "iter", "sorted", "reversed", "zip", "enumerate", "filter",
+    "map", "OrderedDict", "ChainMap",
+})
+"""Builtins (and ``collections`` types) whose result holds the objects passed in."""
+MUTATING_METHODS = frozenset({"update", "append", "extend", "insert", "add", "setdefault", "__setitem__"})
+
+
+class AliasGroup:
+    """The names holding tensors of the objects bound to ``seeds``, over one scope's statements."""
+
+    def __init__(self, seeds: Iterable[str], statements: List[cst.CSTNode]) -> None:
+        self.names: Set[str] = set(seeds)
+        changed = True
+        while changed:
+            changed = False
+            for statement in statements:
+                for name in self._newly_holding(statement):
+                    if name not in self.names:
+                        self.names.add(name)
+                        changed = True
+
+    def derives(self, node: cst.CSTNode) -> bool:
+        """Whether the value of ``node`` may hold tensors of the group."""
+        if isinstance(node, cst.Name):
+            return node.value in self.names
+        if isinstance(node, cst.Attribute):
+            return node.attr.value not in NON_HOLDING_ATTRIBUTES and self.derives(node.value)
+        if isinstance(node, cst.Subscript):
+            return self.derives(node.value)
+        if isinstance(node, cst.Call):
+            if isinstance(node.func, cst.Attribute):
+                return node.func.attr.value not in NON_HOLDING_METHODS and self.derives(node.func.value)
+            if isinstance(node.func, cst.Name) and node.func.value in CONTAINER_FUNCTIONS:
+                return any(self.derives(arg.value) for arg in node.args)
+            return False
+        if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+            generator = node.for_in
+            while generator is not None:
+                if self.derives(generator.iter):
+                    return True
+                generator = generator.inner_for_in
+            return False
+        if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
+            return any(self.derives(element.value) for element in node.elements)
+        if isinstance(node, cst.Dict):
+            return any(isinstance(e, cst.DictElement) and self.derives(e.value) for e in node.elements)
+        if isinstance(node, cst.IfExp):
+            return self.derives(node.body) or self.derives(node.orelse)
+        return False
+
+    def _newly_holding(self, statement: cst.CSTNode) -> List[str]:
+        if isinstance(statement, cst.Assign) and self.derives(statement.value):
+            return [name for target in statement.targets for name in _bound_names(target.target)]
+        if isinstance(statement, cst.AnnAssign) and statement.value is not None and self.derives(statement.value):
+            return _bound_names(statement.target)
+        if isinstance(statement, cst.For) and self.derives(statement.iter):
+            return _bound_names(statement.target)
+        if isinstance(statement, cst.Expr) and isinstance(statement.value, cst.Call):
+            call = statement.value
+            if (
+                isinstance(call.func, cst.Attribute) and call.func.attr.value in MUTATING_METHODS
+                and isinstance(call.func.value, cst.Name) and any(self.derives(arg.value) for arg in call.args)
+            ):
+                return [call.func.value.value]
+        return []
+
+
+def _bound_names(target: cst.CSTNode) -> List[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [name for element in target.elements for name in _bound_names(element.value)]
+    if isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
+        return [target.value.value]
+    return []

@@ -1,0 +1,224 @@
+"""GPU002: a whole pickled model, loaded only to copy its weights, kept alive afterwards."""
+
+from __future__ import annotations
+
+from typing import List, Optional, Sequence, Set, Tuple
+
+import libcst as cst
+from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
+
+from gpulint import statements
+from gpulint.analysis import scope
+from gpulint.analysis.aliases import AliasGroup
+from gpulint.analysis.scope import ScopeAnalysis, analysis_for
+from gpulint.diagnostics import Applicability, Fix
+from gpulint.rule import FixAvailability, Rule
+
+LOADERS = frozenset({"torch.load", "torch.serialization.load"})
+MAPPING_ATTRIBUTES = frozenset({
+    "keys", "items", "values", "get", "pop", "update", "copy", "setdefault", "clear", "popitem",
+    "__getitem__", "__contains__", "__len__", "__iter__",
+})
+"""Attributes a plain state dict has: using only these does not show the object is a module."""
+COPY_METHODS = frozenset({"load_state_dict", "copy_", "set_"})
+BLOCKS = (cst.Module, cst.IndentedBlock, cst.SimpleStatementSuite)
+
+BlockPath = List[Tuple[cst.CSTNode, cst.CSTNode]]
+"""(block, statement of that block) from the scope's body down to a statement."""
+
+
+def _quoted(names: Sequence[str]) -> str:
+    return ", ".join(f"'{name}'" for name in names)
+
+
+class WholeModelPickleKeptAlive(Rule):
+    """A whole pickled module loaded just to copy its weights keeps them all on the device."""
+
+    code = "GPU002"
+    name = "whole-model-pickle-kept-alive"
+    message = (
+        "the model loaded here stays alive in {names} after its weights were copied; "
+        "delete {them} once done (then gc.collect())"
+    )
+    fix_title = "Delete the loaded model and its aliases after their last use, then `gc.collect()`"
+    fix_availability = FixAvailability.SOMETIMES
+    tokens = frozenset({"load"})
+    targets = LOADERS
+
+    METADATA_DEPENDENCIES = (PositionProvider, *scope.METADATA_DEPENDENCIES, *statements.METADATA_DEPENDENCIES)
+
+    def _parent(self, node: cst.CSTNode) -> cst.CSTNode:
+        return self.get_metadata(ParentNodeProvider, node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        names = {q.name for q in self.get_metadata(QualifiedNameProvider, node.func, set())}
+        if not names or not names <= LOADERS:
+            return
+        binding = self._binding(node)
+        analysis = analysis_for(self, self.context, node) if binding else None
+        if binding is None or analysis is None:
+            return
+        statement, name = binding
+        if not self._is_module(node, name, analysis):
+            return
+        group = AliasGroup([name], self._steps(analysis))
+        if group.names & analysis.escaping or not self._weights_copied(group, analysis) or self._escapes(group, analysis):
+            return
+        self._check_kept_alive(node, statement, group, analysis)
+
+    def _binding(self, call: cst.Call) -> Optional[Tuple[cst.CSTNode, str]]:
+        """(statement, name) for ``name = torch.load(...)`` or ``name = torch.load(...).attribute``."""
+        value: cst.CSTNode = call
+        parent = self._parent(value)
+        while isinstance(parent, cst.Attribute) and parent.value is value:
+            value, parent = parent, self._parent(parent)
+        if isinstance(parent, cst.Assign) and parent.value is value and len(parent.targets) == 1:
+            target = parent.targets[0].target
+            if isinstance(target, cst.Name):
+                return parent, target.value
+        return None
+
+    def _is_module(self, call: cst.Call, name: str, analysis: ScopeAnalysis) -> bool:
+        """A whole module, shown by an attribute a state dict does not have, on the call or the name."""
+        parent = self._parent(call)
+        if isinstance(parent, cst.Attribute):
+            return parent.attr.value not in MAPPING_ATTRIBUTES
+        for assignment in analysis.scope.assignments[name]:
+            for access in assignment.references:
+                use = self._parent(access.node)
+                if isinstance(use, cst.Attribute) and use.value is access.node and use.attr.value not in MAPPING_ATTRIBUTES:
+                    return True
+        return False
+
+    @staticmethod
+    def _steps(analysis: ScopeAnalysis) -> List[cst.CSTNode]:
+        return [step.node for step in analysis.graph.steps if step.node is not None]
+
+    def _weights_copied(self, group: AliasGroup, analysis: ScopeAnalysis) -> bool:
+        found = False
+
+        class Copies(cst.CSTVisitor):
+            def visit_Call(self, call: cst.Call) -> None:
+                nonlocal found
+                if isinstance(call.func, cst.Attribute) and call.func.attr.value in COPY_METHODS:
+                    found = found or any(group.derives(arg.value) for arg in call.args)
+
+        for node in self._steps(analysis):
+            if isinstance(node, cst.BaseSmallStatement):
+                node.visit(Copies())
+        return found
+
+    def _escapes(self, group: AliasGroup, analysis: ScopeAnalysis) -> bool:
+        """Returned, yielded, or stored on an object or a container that is not local."""
+        local = {assignment.name for assignment in analysis.scope.assignments if assignment.scope is analysis.scope}
+        for node in self._steps(analysis):
+            if isinstance(node, cst.Return) and node.value is not None and group.derives(node.value):
+                return True
+            if isinstance(node, cst.Expr) and isinstance(node.value, (cst.Yield, cst.Await)):
+                inner = node.value.value if isinstance(node.value, cst.Yield) else None
+                if isinstance(inner, cst.BaseExpression) and group.derives(inner):
+                    return True
+            if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)) and node.value is not None and group.derives(node.value):
+                targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+                for target in targets:
+                    if isinstance(target, cst.Attribute):
+                        return True
+                    if isinstance(target, cst.Subscript) and not (
+                        isinstance(target.value, cst.Name) and target.value.value in local
+                        and target.value.value not in analysis.parameters
+                    ):
+                        return True
+        return False
+
+    def _block_path(self, node: cst.CSTNode, analysis: ScopeAnalysis) -> BlockPath:
+        path: BlockPath = []
+        current = node
+        while current is not analysis.node:
+            parent = self._parent(current)
+            if isinstance(parent, BLOCKS):
+                path.append((parent, current))
+            current = parent
+        return list(reversed(path))
+
+    def _check_kept_alive(self, call: cst.Call, binding: cst.CSTNode, group: AliasGroup, analysis: ScopeAnalysis) -> None:
+        paths = [self._block_path(self._statement_of(binding), analysis)]
+        for step in analysis.graph.steps:
+            if step.node is not None and (step.reads | step.binds | step.deletes) & group.names:
+                paths.append(self._block_path(self._statement_of(step.node), analysis))
+        depth = 0
+        while all(len(path) > depth for path in paths) and len({id(path[depth][0]) for path in paths}) == 1:
+            depth += 1
+        if depth == 0:
+            return
+        block = paths[0][depth - 1][0]
+        body = list(block.body)
+        last = max((path[depth - 1][1] for path in paths), key=body.index)
+        if group.names & analysis.live_after_statement(last):
+            return
+        remaining = analysis.in_binding_order(group.names & analysis.bound_after_statement(last, definitely=False))
+        if not remaining or not self._work_follows(last, block, analysis):
+            return
+        them = "it" if len(remaining) == 1 else "them"
+        message = self.message.format(names=_quoted(remaining), them=them)
+        self.report(call, message, self._fix(last, remaining, analysis))
+
+    def _statement_of(self, node: cst.CSTNode) -> cst.CSTNode:
+        """The statement line holding a small statement; a compound statement is its own."""
+        parent = self._parent(node)
+        return parent if isinstance(node, cst.BaseSmallStatement) and isinstance(parent, cst.SimpleStatementLine) else node
+
+    def _work_follows(self, last: cst.CSTNode, block: cst.CSTNode, analysis: ScopeAnalysis) -> bool:
+        """Whether the scope does real work (a call or a loop) after ``last``: later statements of its
+        block and of every enclosing block, or another iteration of an enclosing loop."""
+        current, current_block = last, block
+        while True:
+            body = list(current_block.body)
+            if any(_does_work(statement) for statement in body[body.index(current) + 1 :]):
+                return True
+            if isinstance(current_block, cst.Module):
+                return False
+            owner = self._parent(current_block)
+            while owner is not analysis.node and not isinstance(self._parent(owner), BLOCKS):
+                if isinstance(owner, (cst.For, cst.While)):
+                    return True
+                owner = self._parent(owner)
+            if owner is analysis.node:
+                return False
+            if isinstance(owner, (cst.For, cst.While)):
+                return True
+            current, current_block = owner, self._parent(owner)
+
+    def _fix(self, last: cst.CSTNode, names: List[str], analysis: ScopeAnalysis) -> Optional[Fix]:
+        if not set(names) <= analysis.bound_after_statement(last, definitely=True):
+            return None
+        replacement = statements.insert_after(self, last, [f"del {', '.join(names)}", "gc.collect()"])
+        if replacement is None:
+            return None
+        applicability = Applicability.UNSAFE if analysis.is_module else Applicability.SAFE
+        return self.make_fix(applicability, [self.replacement_edit(*replacement), self.import_edit("gc")])
+
+
+def _does_work(statement: cst.CSTNode) -> bool:
+    found: Set[bool] = set()
+
+    class Work(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            found.add(True)
+
+        def visit_For(self, node: cst.For) -> None:
+            found.add(True)
+
+        def visit_While(self, node: cst.While) -> None:
+            found.add(True)
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return False
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+            return False
+
+        def visit_Lambda(self, node: cst.Lambda) -> bool:
+            return False
+
+    statement.visit(Work())
+    return bool(found)
