@@ -50,12 +50,7 @@ class AliasGroup:
                 return any(self.derives(arg.value) for arg in node.args)
             return False
         if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
-            generator = node.for_in
-            while generator is not None:
-                if self.derives(generator.iter):
-                    return True
-                generator = generator.inner_for_in
-            return False
+            return self._comprehension_derives(node)
         if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
             return any(self.derives(element.value) for element in node.elements)
         if isinstance(node, cst.Dict):
@@ -63,6 +58,24 @@ class AliasGroup:
         if isinstance(node, cst.IfExp):
             return self.derives(node.body) or self.derives(node.orelse)
         return False
+
+    def _comprehension_derives(self, node: cst.BaseComp) -> bool:
+        """Whether a comprehension's elements hold the group's tensors: its loop variables do when
+        they iterate over the group, and then it depends on the element expression."""
+        holding = []
+        generator = node.for_in
+        while generator is not None:
+            if self.derives(generator.iter):
+                holding.extend(_bound_names(generator.target))
+            generator = generator.inner_for_in
+        added = [name for name in holding if name not in self.names]
+        if not holding:
+            return False
+        self.names.update(added)
+        try:
+            return self.derives(node.value if isinstance(node, cst.DictComp) else node.elt)
+        finally:
+            self.names.difference_update(added)
 
     def _newly_holding(self, statement: cst.CSTNode) -> List[str]:
         if isinstance(statement, cst.Assign) and self.derives(statement.value):
