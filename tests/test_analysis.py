@@ -94,6 +94,14 @@ def test_binding_in_an_earlier_iteration_is_not_definite_in_an_except_handler():
     assert "out" not in analysis.definitely_bound[handler_step]
 
 
+def test_comprehension_variables_do_not_shadow_the_scope_but_walrus_does():
+    source = "def f(xs):\n    y = 1\n    z = [y for y in xs]\n    w = [(last := x) for x in xs]\n    g(y, last)\n"
+    analysis = analyse(source)["f"]
+    assert "y" in analysis.live_after_statement(_line(analysis, "y = 1"))
+    assert "y" in analysis.live_after_statement(_line(analysis, "z = "))
+    assert "last" in analysis.bound_after_statement(_line(analysis, "w = "), definitely=True)
+
+
 def test_deletion_unbinds():
     analysis = analyse("def f():\n    a = 1\n    del a\n    b = 2\n")["f"]
     assert "a" not in analysis.bound_after_statement(_line(analysis, "del a"), definitely=False)

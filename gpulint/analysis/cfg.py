@@ -54,12 +54,14 @@ class _NameCollector(cst.CSTVisitor):
         self.step = step
 
     def visit_Name(self, node: cst.Name) -> bool:
+        if self._comprehension_local(node):
+            return False
         context = self.owner.get_metadata(ExpressionContextProvider, node, None)
         if context is ExpressionContext.STORE:
             self.step.binds.add(node.value)
         elif context is ExpressionContext.DEL:
             self.step.deletes.add(node.value)
-        elif context is ExpressionContext.LOAD and not self._comprehension_local(node):
+        elif context is ExpressionContext.LOAD:
             self.step.reads.add(node.value)
         return False
 
@@ -70,6 +72,13 @@ class _NameCollector(cst.CSTVisitor):
         return any(assignment.scope is scope for assignment in scope.assignments[node.value])
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
+        node.value.visit(self)
+        return False
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> bool:
+        """``(x := v)`` binds ``x`` in the enclosing function, even inside a comprehension."""
+        if isinstance(node.target, cst.Name):
+            self.step.binds.add(node.target.value)
         node.value.visit(self)
         return False
 
