@@ -46,6 +46,9 @@ class Fix:
     title: str
     applicability: Applicability
     edits: Tuple[Edit, ...]
+    isolation: Optional[str] = None
+    """Fixes with the same key are applied one per pass: each is computed on the code as it was,
+    and two of them (say, two deletions of one name in one function) may not combine."""
 
     @property
     def span(self) -> Tuple[int, int]:

@@ -86,11 +86,15 @@ def discover(root: Path, settings: Settings) -> Iterator[Path]:
     """The files to check for a path named on the command line.
 
     A named file is always checked; a named directory is walked, skipping what ``.gitignore`` files
-    and the ``exclude`` settings exclude below it.
+    and the ``exclude`` settings exclude below it (a directory named although ignored is walked
+    with only its own ``.gitignore`` files).
     """
     if not root.is_dir():
         yield root
         return
     directory = root.resolve()
-    for found in _walk(directory, settings, _inherited_ignores(directory)):
+    inherited = _inherited_ignores(directory)
+    if _is_ignored(directory, True, inherited):
+        inherited = []
+    for found in _walk(directory, settings, inherited):
         yield root / found.relative_to(directory)

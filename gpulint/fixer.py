@@ -33,11 +33,17 @@ def applicabilities(unsafe_fixes: bool) -> frozenset:
 
 
 def apply_fixes(text: str, fixes: Iterable[Fix]) -> tuple:
-    """(new text, number of fixes applied): each fix applied whole, skipping any that touches an earlier one."""
+    """(new text, number of fixes applied): each fix applied whole, skipping any that touches an
+    earlier one or shares its isolation key."""
     chosen: List[Fix] = []
+    isolated = set()
     for fix in sorted(fixes, key=lambda f: f.span):
+        if fix.isolation is not None and fix.isolation in isolated:
+            continue
         if all(_disjoint(fix, other) for other in chosen):
             chosen.append(fix)
+            if fix.isolation is not None:
+                isolated.add(fix.isolation)
     edits = sorted((edit for fix in chosen for edit in fix.edits), key=lambda e: e.start, reverse=True)
     for edit in edits:
         text = text[: edit.start] + edit.content + text[edit.end :]

@@ -102,11 +102,13 @@ class Rule(BatchableCSTVisitor):
         visitor = AddImportsVisitor(CodemodContext(), [ImportItem(module, obj)])
         return Edit.between(self.context.source, visitor.transform_module(self.context.module).code)
 
-    def make_fix(self, applicability: Applicability, edits: Sequence[Optional[Edit]]) -> Optional[Fix]:
+    def make_fix(
+        self, applicability: Applicability, edits: Sequence[Optional[Edit]], isolation: Optional[str] = None
+    ) -> Optional[Fix]:
         present = tuple(edit for edit in edits if edit is not None)
         if not present or self.fix_title is None:
             return None
-        return Fix(self.fix_title, applicability, present)
+        return Fix(self.fix_title, applicability, present, isolation)
 
 
 _CODE = re.compile(r"[A-Z]+[0-9]{3}")

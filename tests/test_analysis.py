@@ -146,8 +146,21 @@ def test_alias_group_follows_state_dicts_updates_comprehensions_and_containers()
 @pytest.mark.parametrize(
     ("expression", "tensor_like"),
     [
-        ("torch.zeros(3)", True),
+        ("torch.zeros(3)", False),
+        ("torch.zeros(3, device='cuda')", True),
+        ("torch.zeros(3, device='cpu')", False),
+        ("torch.zeros_like(t)", True),
         ("torch.load(p)", True),
+        ("torch.load(p, map_location='cpu')", False),
+        ("torch.load(p, 'cpu')", False),
+        ("torch.load(p, map_location=lambda storage, location: storage)", False),
+        ("torch.allclose(t, t)", False),
+        ("torch.nn.Linear(2, 2)", False),
+        ("torch.nn.Linear(2, 2).cuda()", True),
+        ("float(loss)", False),
+        ("t is None", False),
+        ("net.config", False),
+        ("net.generate(t)", True),
         ("F.relu(x)", False),
         ("torch.nn.functional.relu(t)", True),
         ("t * 2 + 1", True),
@@ -171,7 +184,7 @@ def test_tensor_likeness(expression, tensor_like):
     source = (
         "import torch\nimport torch.nn.functional\n\n\nclass M:\n    def __init__(self):\n"
         "        self.encoder = torch.nn.Linear(2, 2)\n\n\n"
-        f"def f(p, device, batch, net, unknown):\n    net.eval()\n    t = torch.ones(2)\n"
+        f"def f(p, device, batch, net, unknown):\n    net.eval()\n    t = torch.ones(2, device=device)\n"
         f"    loss = unknown(t)\n    loss.backward()\n    value = {expression}\n"
     )
     module = cst.parse_module(source)

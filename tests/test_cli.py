@@ -155,8 +155,8 @@ def test_discovery_honours_gitignore_and_default_excludes(project):
     result = run_gpulint(["--format", "concise", "-q", "."], cwd=project)
     reported = sorted({line.split(":")[0] for line in result.stdout.splitlines()})
     assert reported == ["pkg/kept.py", "safe.py", "unsafe.py"]
-    named = run_gpulint(["--format", "concise", "-q", "ignored.py", "pkg/notes.txt"], cwd=project)
-    assert sorted(line.split(":")[0] for line in named.stdout.splitlines()) == ["ignored.py", "pkg/notes.txt"]
+    named = run_gpulint(["--format", "concise", "-q", "ignored.py", "pkg/notes.txt", "generated"], cwd=project)
+    assert sorted(line.split(":")[0] for line in named.stdout.splitlines()) == ["generated/a.py", "ignored.py", "pkg/notes.txt"]
 
 
 def test_exclude_options(project):

@@ -26,6 +26,9 @@ class AliasGroup:
 
     def __init__(self, seeds: Iterable[str], statements: List[cst.CSTNode]) -> None:
         self.names: Set[str] = set(seeds)
+        self.loop_variables: Set[str] = set()
+        """Names bound by ``for`` loops over the group: they hold one element at a time, and are
+        unbound if the loop never ran, so they are followed but never reported or deleted."""
         changed = True
         while changed:
             changed = False
@@ -66,7 +69,7 @@ class AliasGroup:
         generator = node.for_in
         while generator is not None:
             if self.derives(generator.iter):
-                holding.extend(_bound_names(generator.target))
+                holding.extend(bound_names(generator.target))
             generator = generator.inner_for_in
         added = [name for name in holding if name not in self.names]
         if not holding:
@@ -77,13 +80,14 @@ class AliasGroup:
         finally:
             self.names.difference_update(added)
 
-    def _newly_holding(self, statement: cst.CSTNode) -> List[str]:
+    def gained_by(self, statement: cst.CSTNode) -> List[str]:
+        """Names a statement makes hold the group's tensors without rebinding them:
+        ``d.update(x)``, ``lst.append(x)``, ``d[k] = x``."""
         if isinstance(statement, cst.Assign) and self.derives(statement.value):
-            return [name for target in statement.targets for name in _bound_names(target.target)]
-        if isinstance(statement, cst.AnnAssign) and statement.value is not None and self.derives(statement.value):
-            return _bound_names(statement.target)
-        if isinstance(statement, cst.For) and self.derives(statement.iter):
-            return _bound_names(statement.target)
+            return [
+                t.target.value.value for t in statement.targets
+                if isinstance(t.target, cst.Subscript) and isinstance(t.target.value, cst.Name)
+            ]
         if isinstance(statement, cst.Expr) and isinstance(statement.value, cst.Call):
             call = statement.value
             if (
@@ -93,12 +97,23 @@ class AliasGroup:
                 return [call.func.value.value]
         return []
 
+    def _newly_holding(self, statement: cst.CSTNode) -> List[str]:
+        if isinstance(statement, cst.Assign) and self.derives(statement.value):
+            return [name for target in statement.targets for name in bound_names(target.target)]
+        if isinstance(statement, cst.AnnAssign) and statement.value is not None and self.derives(statement.value):
+            return bound_names(statement.target)
+        if isinstance(statement, cst.For) and self.derives(statement.iter):
+            names = bound_names(statement.target)
+            self.loop_variables.update(names)
+            return names
+        return self.gained_by(statement)
 
-def _bound_names(target: cst.CSTNode) -> List[str]:
+
+def bound_names(target: cst.CSTNode) -> List[str]:
     if isinstance(target, cst.Name):
         return [target.value]
     if isinstance(target, (cst.Tuple, cst.List)):
-        return [name for element in target.elements for name in _bound_names(element.value)]
+        return [name for element in target.elements for name in bound_names(element.value)]
     if isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
         return [target.value.value]
     return []

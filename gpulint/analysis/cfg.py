@@ -14,9 +14,25 @@ from typing import Dict, List, Optional, Sequence, Set, Union
 
 import libcst as cst
 from libcst import MetadataDependent
-from libcst.metadata import ComprehensionScope, ExpressionContext, ExpressionContextProvider, ScopeProvider
+from libcst.metadata import (
+    ComprehensionScope,
+    ExpressionContext,
+    ExpressionContextProvider,
+    QualifiedNameProvider,
+    ScopeProvider,
+)
 
-METADATA_DEPENDENCIES = (ExpressionContextProvider, ScopeProvider)
+METADATA_DEPENDENCIES = (ExpressionContextProvider, QualifiedNameProvider, ScopeProvider)
+
+NON_SUPPRESSING_CONTEXTS = frozenset({
+    "open", "builtins.open", "io.open", "torch.no_grad", "torch.enable_grad", "torch.inference_mode",
+    "torch.set_grad_enabled", "torch.autocast", "torch.amp.autocast", "torch.cuda.amp.autocast",
+    "torch.cpu.amp.autocast", "torch.cuda.device", "torch.cuda.stream", "torch.device",
+    "torch.autograd.profiler.profile", "torch.autograd.profiler.record_function", "torch.profiler.profile",
+    "torch.profiler.record_function", "torch.random.fork_rng", "torch.backends.cuda.sdp_kernel",
+    "torch.nn.attention.sdpa_kernel", "contextlib.nullcontext", "threading.Lock",
+})
+"""Context managers known never to swallow exceptions."""
 
 Body = Union[cst.BaseSuite, cst.Module]
 
@@ -84,6 +100,14 @@ class _NameCollector(cst.CSTVisitor):
 
     def visit_Arg(self, node: cst.Arg) -> bool:
         node.value.visit(self)
+        return False
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> bool:
+        """A bare annotation (``x: int``) binds nothing."""
+        node.annotation.visit(self)
+        if node.value is not None:
+            node.target.visit(self)
+            node.value.visit(self)
         return False
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
@@ -212,8 +236,22 @@ class ControlFlowGraph:
             return ends
         if isinstance(node, cst.With):
             header = self._step(node, _header_parts(node), predecessors)
-            return self._block(statements_of(node.body), [header])
+            first = len(self.steps)
+            ends = self._block(statements_of(node.body), [header])
+            if self._may_suppress(node):
+                ends = ends + [header] + [step for step in self.steps[first:] if step not in ends]
+            return ends
         return [self._step(node, _header_parts(node), predecessors)]
+
+    def _may_suppress(self, node: cst.With) -> bool:
+        """Whether a context manager might swallow an exception, so that control can leave the
+        ``with`` block from any point in it. Only well-known ones are trusted not to."""
+        for item in node.items:
+            call = item.item.func if isinstance(item.item, cst.Call) else item.item
+            names = {q.name for q in self.owner.get_metadata(QualifiedNameProvider, call, set())}
+            if not names or not names <= NON_SUPPRESSING_CONTEXTS:
+                return True
+        return False
 
     def _small(self, node: cst.BaseSmallStatement, predecessors: List[Step]) -> List[Step]:
         step = self._step(node, [node], predecessors)
@@ -240,10 +278,15 @@ class ControlFlowGraph:
         return ends
 
     def _loop(self, node: Union[cst.For, cst.While], predecessors: List[Step]) -> List[Step]:
-        header = self._step(node, _header_parts(node), predecessors)
+        """The header is where the loop is left; a ``for`` binds its target only on entering the body."""
+        if isinstance(node, cst.For):
+            header = self._step(node, [node.iter], predecessors)
+            entry = self._step(node.target, [node.target], [header])
+        else:
+            header = entry = self._step(node, _header_parts(node), predecessors)
         breaks: List[Step] = []
         self._loops.append((header, breaks))
-        for end in self._block(statements_of(node.body), [header]):
+        for end in self._block(statements_of(node.body), [entry]):
             end.link(header)
         self._loops.pop()
         ends = [header]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, Dict, FrozenSet, Iterable, List
+from typing import Callable, Dict, FrozenSet, Iterable, List, Optional
 
 from gpulint.analysis.cfg import ControlFlowGraph, Step
 
@@ -56,16 +56,22 @@ def live_after(graph: ControlFlowGraph, live_at_exit: Iterable[str] = ()) -> Dic
 
 
 def live_before(step: Step, live_after_step: Names) -> Names:
-    """The names live just before ``step``, given those live after it."""
-    return frozenset(step.reads) | (live_after_step - step.binds - step.deletes)
+    """The names live just before ``step``, given those live after it. ``del x`` uses ``x``: it
+    fails if ``x`` is unbound."""
+    return frozenset(step.reads) | frozenset(step.deletes) | (live_after_step - step.binds - step.deletes)
 
 
-def definitely_bound(graph: ControlFlowGraph) -> Dict[Step, Names]:
-    """For each step, the names bound on every path that reaches it (before the step runs)."""
+def definitely_bound(graph: ControlFlowGraph, added_deletes: Optional[Dict[Step, Names]] = None) -> Dict[Step, Names]:
+    """For each step, the names bound on every path that reaches it (before the step runs).
+
+    ``added_deletes`` answers "what if these steps also deleted these names": a ``del`` a fix
+    would insert, which must not leave a name unbound where the code (or the ``del`` itself, on
+    the next iteration of a loop) needs it."""
     everything = frozenset(name for step in graph.steps for name in step.binds)
+    extra = added_deletes or {}
 
     def transfer(step: Step, bound: Names) -> Names:
-        return (bound | step.binds) - step.deletes
+        return (bound | step.binds) - step.deletes - extra.get(step, frozenset())
 
     return _solve(
         graph.steps + [graph.exit], lambda step: step.predecessors, _intersection, transfer,

@@ -11,15 +11,20 @@ _INTROSPECTION = frozenset({"locals", "vars", "eval", "exec"})
 
 
 def _inside(scope: Scope, ancestor: Scope) -> bool:
-    """Whether ``scope`` is ``ancestor`` or a comprehension evaluated directly within it."""
+    """Whether ``scope`` is ``ancestor`` or a list, set or dict comprehension evaluated directly
+    within it. A generator expression reads its names whenever it is consumed, so it counts as
+    a nested function."""
     while isinstance(scope, ComprehensionScope) and scope is not ancestor:
+        if isinstance(scope.node, cst.GeneratorExp):
+            return False
         scope = scope.parent
     return scope is ancestor
 
 
 def escaping_names(scope: Scope, declared: FrozenSet[str]) -> FrozenSet[str]:
-    """Names of ``scope`` that escape analysis: declared ``global``/``nonlocal`` (``declared``),
-    read or rebound by a nested function, lambda or class, or every name if the scope calls
+    """Names of ``scope`` that escape analysis: declared ``global``/``nonlocal`` here or ``nonlocal``
+    in a nested function (``declared``), read by a nested function, lambda, class or generator
+    expression, or every name if the scope calls
     ``locals()``, ``vars()``, ``eval`` or ``exec``."""
     names = {assignment.name for assignment in scope.assignments}
     for access in scope.accesses:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Dict, FrozenSet, List, Optional, Tuple, Union
+from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Tuple, Union
 
 import libcst as cst
 from libcst import MetadataDependent
-from libcst.metadata import ParentNodeProvider, QualifiedNameProvider, Scope, ScopeProvider
+from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider, Scope, ScopeProvider
 
 from gpulint.analysis import cfg, dataflow
 from gpulint.analysis.cfg import ControlFlowGraph, Step
@@ -14,7 +14,9 @@ from gpulint.analysis.escapes import escaping_names
 from gpulint.analysis.tensors import ModuleEvidence, TensorLikeness
 from gpulint.rule import FileContext
 
-METADATA_DEPENDENCIES = (*cfg.METADATA_DEPENDENCIES, ParentNodeProvider, QualifiedNameProvider, ScopeProvider)
+METADATA_DEPENDENCIES = (
+    *cfg.METADATA_DEPENDENCIES, ParentNodeProvider, PositionProvider, QualifiedNameProvider, ScopeProvider,
+)
 
 ScopeNode = Union[cst.Module, cst.FunctionDef]
 
@@ -31,18 +33,23 @@ def _parameter_names(node: ScopeNode) -> Tuple[str, ...]:
 
 
 def _declared(node: ScopeNode) -> FrozenSet[str]:
-    """Names declared ``global`` or ``nonlocal`` directly in this scope."""
+    """Names declared ``global`` or ``nonlocal`` in this scope, or ``nonlocal`` in a nested one."""
     found = set()
 
     class Declarations(cst.CSTVisitor):
-        def visit_FunctionDef(self, inner: cst.FunctionDef) -> bool:
-            return inner is node
+        def __init__(self) -> None:
+            super().__init__()
+            self.depth = 0
 
-        def visit_ClassDef(self, inner: cst.ClassDef) -> bool:
-            return False
+        def visit_FunctionDef(self, inner: cst.FunctionDef) -> None:
+            self.depth += 1
+
+        def leave_FunctionDef(self, inner: cst.FunctionDef) -> None:
+            self.depth -= 1
 
         def visit_Global(self, statement: cst.Global) -> None:
-            found.update(item.name.value for item in statement.names)
+            if self.depth <= 1:
+                found.update(item.name.value for item in statement.names)
 
         def visit_Nonlocal(self, statement: cst.Nonlocal) -> None:
             found.update(item.name.value for item in statement.names)
@@ -99,6 +106,10 @@ class ScopeAnalysis:
             return [(statement.target.value, statement.value)]
         if isinstance(statement, cst.AugAssign) and isinstance(statement.target, cst.Name):
             return [(statement.target.value, cst.BinaryOperation(statement.target, cst.Add(), statement.value))]
+        if isinstance(statement, cst.Expr) and isinstance(statement.value, cst.NamedExpr):
+            target = statement.value.target
+            if isinstance(target, cst.Name):
+                return [(target.value, statement.value.value)]
         return []
 
     def _learn_tensor_names(self) -> None:
@@ -111,19 +122,93 @@ class ScopeAnalysis:
                         changed = self.tensors.learn(name) or changed
 
     def _holding_tensors(self) -> Dict[Step, FrozenSet[str]]:
-        """For each step, the names that may hold a tensor-like value when it runs (forward, may)."""
-        holding: Dict[Step, FrozenSet[str]] = {}
-        gens: Dict[Step, FrozenSet[str]] = {}
-        for step in self.graph.steps:
-            bound = dict(self._bindings(step.node)) if isinstance(step.node, cst.BaseSmallStatement) else {}
-            gens[step] = frozenset(
-                name for name, value in bound.items() if value is not None and self.tensors.binds_tensor(name, value)
-            )
+        """For each step, the names that may hold a GPU tensor-like value when it runs (forward, may);
+        a binding is judged by the names holding tensors just before it."""
+        bindings = {
+            step: self._bindings(step.node) for step in self.graph.steps if isinstance(step.node, cst.BaseSmallStatement)
+        }
 
         def transfer(step: Step, before: FrozenSet[str]) -> FrozenSet[str]:
-            return (before - step.binds - step.deletes) | gens.get(step, frozenset())
+            holding = set(before)
+            gens = {
+                name for name, value in bindings.get(step, ())
+                if value is not None and self.tensors.binds_tensor(name, value, holding)
+            }
+            return frozenset((before - step.binds - step.deletes) | gens)
 
         return dataflow.solve_forward_may(self.graph, transfer)
+
+    @property
+    def isolation(self) -> str:
+        """The key under which fixes that edit this scope's bindings are applied one at a time."""
+        if self.is_module:
+            return "scope:<module>"
+        position = self.owner.get_metadata(PositionProvider, self.node)
+        return f"scope:{position.start.line}:{position.start.column}"
+
+    def holding_after_statement(
+        self,
+        statement: cst.CSTNode,
+        holds: Callable[[str, cst.BaseExpression], bool],
+        gained_by: Callable[[cst.CSTNode], Iterable[str]],
+    ) -> FrozenSet[str]:
+        """Names that may hold a value for which ``holds(name, value)`` after ``statement`` completes:
+        a binding gains a name when ``holds`` says so and loses it otherwise, as does ``del``; a
+        statement also gains the names ``gained_by`` it (``d.update(x)`` makes ``d`` hold ``x``)."""
+        bindings = {step: self._bindings(step.node) for step in self.graph.steps if step.node is not None}
+
+        def transfer(step: Step, before: FrozenSet[str]) -> FrozenSet[str]:
+            gens = {name for name, value in bindings.get(step, ()) if value is not None and holds(name, value)}
+            if step.node is not None:
+                gens |= set(gained_by(step.node))
+            return frozenset((before - step.binds - step.deletes) | gens)
+
+        table = dataflow.solve_forward_may(self.graph, transfer)
+        exits = self.graph.exits_of.get(statement, [])
+        return frozenset().union(*(transfer(step, table[step]) for step in exits))
+
+    def deletable_after(self, statement: cst.CSTNode, names: FrozenSet[str]) -> bool:
+        """Whether ``del names`` could follow ``statement`` without ever finding one unbound: the
+        names are bound on every path to that point, including the paths that come back to it
+        (a loop) after the ``del`` itself ran."""
+        inside = self.graph.steps_in.get(statement, set())
+        exits = self.graph.exits_of.get(statement, [])
+        deletion = Step(None, deletes=set(names))
+        rewired = [(step, successor) for step in exits for successor in step.successors if successor not in inside]
+        if not rewired:
+            return False
+        for step, successor in rewired:
+            step.successors[step.successors.index(successor)] = deletion
+            successor.predecessors[successor.predecessors.index(step)] = deletion
+            deletion.successors.append(successor)
+            deletion.predecessors.append(step)
+        self.graph.steps.append(deletion)
+        try:
+            return names <= dataflow.definitely_bound(self.graph)[deletion]
+        finally:
+            self.graph.steps.remove(deletion)
+            for step, successor in rewired:
+                step.successors[step.successors.index(deletion)] = successor
+                successor.predecessors[successor.predecessors.index(deletion)] = step
+
+    def bound_if_deleted(self, deletions: Dict[Step, FrozenSet[str]]) -> Dict[Step, FrozenSet[str]]:
+        """Definitely-bound names, were ``del`` statements added after the given steps."""
+        return dataflow.definitely_bound(self.graph, deletions)
+
+    def stored_elsewhere(self) -> FrozenSet[str]:
+        """Names whose value is also put in a container or on an object (``cache.append(x)``,
+        ``self.x = x``): deleting the name would not free it."""
+        stored = set()
+        for node in (step.node for step in self.graph.steps):
+            if isinstance(node, cst.Assign):
+                if any(isinstance(t.target, (cst.Attribute, cst.Subscript)) for t in node.targets):
+                    stored |= _names_in(node.value)
+            elif isinstance(node, cst.Expr) and isinstance(node.value, cst.Call):
+                call = node.value
+                if isinstance(call.func, cst.Attribute) and call.func.attr.value in STORING_METHODS:
+                    for arg in call.args:
+                        stored |= _names_in(arg.value)
+        return frozenset(stored)
 
     def in_binding_order(self, names) -> List[str]:
         """``names`` ordered by where the scope first binds them."""
@@ -156,6 +241,23 @@ class ScopeAnalysis:
         table = self.definitely_bound if definitely else self.maybe_bound
         values = [(table[step] | step.binds) - step.deletes for step in exits]
         return frozenset.intersection(*values) if definitely else frozenset().union(*values)
+
+
+STORING_METHODS = frozenset({
+    "append", "extend", "insert", "add", "update", "setdefault", "__setitem__", "put", "add_module",
+    "register_module", "register_buffer", "register_parameter", "appendleft",
+})
+
+
+def _names_in(node: cst.CSTNode) -> set:
+    """The bare names an expression is (``x``, ``(x, y)``, ``[x]``, ``{"k": x}``)."""
+    if isinstance(node, cst.Name):
+        return {node.value}
+    if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
+        return set().union(*(_names_in(e.value) for e in node.elements)) if node.elements else set()
+    if isinstance(node, cst.Dict):
+        return set().union(*(_names_in(e.value) for e in node.elements if isinstance(e, cst.DictElement))) if node.elements else set()
+    return set()
 
 
 def m_backward(statement: cst.CSTNode) -> bool:

@@ -1,7 +1,8 @@
-"""Conservative tensor-likeness: which expressions evaluate to tensors (or objects holding them).
+"""Conservative tensor-likeness: which expressions evaluate to GPU tensors (or objects holding them).
 
-Unknown means not tensor-like. Evidence is what the code itself shows: values from ``torch``
-functions, ``.cuda()``/``.to(...)``, calls of objects the file treats as modules (``model.eval()``,
+Unknown means not tensor-like. Evidence is what the code itself shows: ``.cuda()``/``.to(device)``,
+``torch`` functions given a device or tensor-like arguments, ``torch.load`` without a CPU
+``map_location``, calls of objects the file treats as modules (``model.eval()``,
 ``model.parameters()``, ``self.net = nn.Linear(...)``), ``.backward()`` called on a name, and
 arithmetic, indexing and methods on tensor-like values.
 """
@@ -38,7 +39,8 @@ NON_TENSOR_TORCH = frozenset({
     "seed", "is_tensor", "is_floating_point", "is_complex", "numel", "save", "compile", "get_default_dtype",
     "set_default_dtype", "typename", "Generator", "Size", "finfo", "iinfo", "is_grad_enabled",
     "set_printoptions", "use_deterministic_algorithms", "set_num_threads", "get_num_threads",
-    "is_inference_mode_enabled", "set_float32_matmul_precision", "autocast",
+    "is_inference_mode_enabled", "set_float32_matmul_precision", "autocast", "allclose", "equal",
+    "is_nonzero", "is_same_size", "is_storage", "get_rng_state", "initial_seed",
 })
 """``torch.X`` functions that return no tensor."""
 
@@ -54,11 +56,43 @@ def dotted_name(node: cst.CSTNode) -> Optional[str]:
     return None
 
 
+RELEASING_BUILTINS = frozenset({"float", "int", "bool", "str", "len", "round", "repr", "list", "tuple"})
+"""Builtins whose result holds no GPU tensor (``float(loss)``); ``list(t)`` keeps tensors only of a
+tensor, and is judged by its argument."""
+LOADERS = frozenset({"torch.load", "torch.serialization.load"})
+MODULE_OUTPUT_METHODS = frozenset({"forward", "generate"})
+
+
 def is_torch_tensor_function(qualified: str) -> bool:
-    if qualified.startswith(_TENSOR_NAMESPACES) or qualified in ("torch.load", "torch.serialization.load"):
+    if qualified.startswith(_TENSOR_NAMESPACES):
         return True
     parts = qualified.split(".")
     return len(parts) == 2 and parts[0] == "torch" and parts[1] not in NON_TENSOR_TORCH and not parts[1][:1].isupper()
+
+
+def _string(node: cst.CSTNode) -> Optional[str]:
+    value = node.evaluated_value if isinstance(node, cst.SimpleString) else None
+    return value if isinstance(value, str) else None
+
+
+def _names_cpu(node: cst.CSTNode) -> bool:
+    """``"cpu"``, ``torch.device("cpu")``, or a ``map_location`` function (which decides per tensor)."""
+    if isinstance(node, cst.Lambda):
+        return True
+    if isinstance(node, cst.Call) and node.args:
+        node = node.args[0].value
+    text = _string(node)
+    return text is not None and text.split(":")[0] == "cpu"
+
+
+def _keyword(call: cst.Call, name: str, position: Optional[int] = None) -> Optional[cst.BaseExpression]:
+    positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg.value
+    if position is not None and len(positional) > position:
+        return positional[position].value
+    return None
 
 
 def is_module_constructor(qualified: str) -> bool:
@@ -66,13 +100,7 @@ def is_module_constructor(qualified: str) -> bool:
 
 
 def _moves_to_cpu(call: cst.Call) -> bool:
-    if not call.args:
-        return False
-    target = call.args[0].value
-    text = target.evaluated_value if isinstance(target, cst.SimpleString) else None
-    if isinstance(target, cst.Call) and target.args and isinstance(target.args[0].value, cst.SimpleString):
-        text = target.args[0].value.evaluated_value
-    return isinstance(text, str) and text.split(":")[0] == "cpu"
+    return bool(call.args) and _names_cpu(call.args[0].value)
 
 
 class ModuleEvidence(cst.CSTVisitor):
@@ -126,12 +154,12 @@ class TensorLikeness:
         self.names.add(name)
         return True
 
-    def binds_tensor(self, name: str, value: cst.BaseExpression) -> bool:
+    def binds_tensor(self, name: str, value: cst.BaseExpression, holding: Optional[Set[str]] = None) -> bool:
         """Whether binding ``name`` to ``value`` leaves a tensor-like value bound to it.
 
         A name the code calls ``.backward()`` on holds a tensor wherever it is bound, unless the
-        value visibly is not one (``None``, a literal, ``.item()``, ``.cpu()``...)."""
-        return self(value) or (name in self.backward_names and not self.releases(value))
+        value visibly is not one (``None``, a literal, ``.item()``, ``float(...)``...)."""
+        return self(value, holding) or (name in self.backward_names and not self.releases(value))
 
     @staticmethod
     def releases(value: cst.BaseExpression) -> bool:
@@ -140,6 +168,8 @@ class TensorLikeness:
             return True
         if isinstance(value, cst.Name):
             return value.value in ("None", "True", "False")
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
+            return value.func.value in RELEASING_BUILTINS - {"list", "tuple"}
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
             return value.func.attr.value in NON_TENSOR_METHODS or (value.func.attr.value == "to" and _moves_to_cpu(value))
         return False
@@ -147,39 +177,59 @@ class TensorLikeness:
     def is_module(self, node: cst.CSTNode) -> bool:
         return dotted_name(node) in self.modules
 
-    def __call__(self, node: cst.CSTNode) -> bool:
+    def __call__(self, node: cst.CSTNode, holding: Optional[Set[str]] = None) -> bool:
+        """Whether ``node`` is tensor-like, where the names in ``holding`` (by default every name
+        ever bound to a tensor-like value in the scope) hold tensors."""
+        names = self.names if holding is None else holding
         if isinstance(node, cst.Name):
-            return node.value in self.names or node.value in self.modules
+            return node.value in names
         if isinstance(node, cst.Call):
-            return self._call(node)
+            return self._call(node, holding)
         if isinstance(node, cst.Attribute):
             if node.attr.value in NON_TENSOR_ATTRIBUTES:
                 return False
-            return self(node.value) or dotted_name(node) in self.modules
+            if self.is_module(node.value):
+                return False
+            return self(node.value, holding)
         if isinstance(node, cst.Subscript):
-            return self(node.value)
+            return self(node.value, holding)
         if isinstance(node, cst.BinaryOperation):
-            return self(node.left) or self(node.right)
+            return self(node.left, holding) or self(node.right, holding)
         if isinstance(node, cst.UnaryOperation):
-            return self(node.expression)
+            return not isinstance(node.operator, cst.Not) and self(node.expression, holding)
         if isinstance(node, cst.Comparison):
-            return self(node.left) or any(self(target.comparator) for target in node.comparisons)
+            if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in node.comparisons):
+                return False
+            return self(node.left, holding) or any(self(target.comparator, holding) for target in node.comparisons)
         if isinstance(node, cst.IfExp):
-            return self(node.body) or self(node.orelse)
+            return self(node.body, holding) or self(node.orelse, holding)
+        if isinstance(node, (cst.List, cst.Tuple)):
+            return any(self(element.value, holding) for element in node.elements)
         return False
 
-    def _call(self, node: cst.Call) -> bool:
+    def _call(self, node: cst.Call, holding: Optional[Set[str]]) -> bool:
         func = node.func
+        if isinstance(func, cst.Name) and func.value in RELEASING_BUILTINS:
+            return func.value in ("list", "tuple") and any(self(arg.value, holding) for arg in node.args)
         if isinstance(func, cst.Attribute):
             method = func.attr.value
             if method in NON_TENSOR_METHODS or (method == "to" and _moves_to_cpu(node)):
                 return False
             if method in ("cuda", "to"):
                 return True
-            if self(func.value) and not self.is_module(func.value):
+            if self.is_module(func.value):
+                return method in MODULE_OUTPUT_METHODS
+            if self(func.value, holding):
                 return True
-            if method == "forward" and self.is_module(func.value):
-                return True
-        if self.is_module(func):
+        if self.is_module(func) or (isinstance(func, cst.Name) and func.value in (self.names if holding is None else holding)):
             return True
-        return any(is_torch_tensor_function(q) or is_module_constructor(q) for q in self.qualified_names(func))
+        qualified = self.qualified_names(func)
+        if qualified and qualified <= LOADERS:
+            location = _keyword(node, "map_location", 1)
+            return location is None or not _names_cpu(location)
+        if any(is_torch_tensor_function(q) for q in qualified):
+            device = _keyword(node, "device")
+            if device is not None:
+                return not _names_cpu(device)
+            return any(self(arg.value, holding) for arg in node.args)
+        return False

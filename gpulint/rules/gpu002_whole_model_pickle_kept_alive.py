@@ -20,7 +20,17 @@ MAPPING_ATTRIBUTES = frozenset({
     "__getitem__", "__contains__", "__len__", "__iter__",
 })
 """Attributes a plain state dict has: using only these does not show the object is a module."""
+TENSOR_ATTRIBUTES = frozenset({
+    "shape", "dtype", "device", "ndim", "size", "numel", "dim", "T", "data", "grad", "float", "half",
+    "double", "to", "cuda", "cpu", "view", "reshape", "copy_", "clone", "detach", "numpy", "tolist", "item",
+    "sum", "mean", "norm", "unsqueeze", "squeeze", "requires_grad", "is_cuda", "storage", "element_size",
+})
+"""Attributes of a tensor: using them does not show the loaded object is a module either."""
 COPY_METHODS = frozenset({"load_state_dict", "copy_", "set_"})
+STORING_METHODS = frozenset({
+    "append", "extend", "insert", "add", "update", "setdefault", "__setitem__", "add_module",
+    "register_module", "register_buffer", "register_parameter", "put", "appendleft",
+})
 BLOCKS = (cst.Module, cst.IndentedBlock, cst.SimpleStatementSuite)
 
 BlockPath = List[Tuple[cst.CSTNode, cst.CSTNode]]
@@ -67,10 +77,13 @@ class WholeModelPickleKeptAlive(Rule):
         self._check_kept_alive(node, statement, group, analysis)
 
     def _binding(self, call: cst.Call) -> Optional[Tuple[cst.CSTNode, str]]:
-        """(statement, name) for ``name = torch.load(...)`` or ``name = torch.load(...).attribute``."""
+        """(statement, name) for ``name = torch.load(...)``, ``name = torch.load(...).roberta`` or
+        ``name = torch.load(...).state_dict()``."""
         value: cst.CSTNode = call
         parent = self._parent(value)
-        while isinstance(parent, cst.Attribute) and parent.value is value:
+        while (isinstance(parent, cst.Attribute) and parent.value is value) or (
+            isinstance(parent, cst.Call) and parent.func is value and value is not call
+        ):
             value, parent = parent, self._parent(parent)
         if isinstance(parent, cst.Assign) and parent.value is value and len(parent.targets) == 1:
             target = parent.targets[0].target
@@ -82,11 +95,11 @@ class WholeModelPickleKeptAlive(Rule):
         """A whole module, shown by an attribute a state dict does not have, on the call or the name."""
         parent = self._parent(call)
         if isinstance(parent, cst.Attribute):
-            return parent.attr.value not in MAPPING_ATTRIBUTES
+            return _shows_module(parent.attr.value)
         for assignment in analysis.scope.assignments[name]:
             for access in assignment.references:
                 use = self._parent(access.node)
-                if isinstance(use, cst.Attribute) and use.value is access.node and use.attr.value not in MAPPING_ATTRIBUTES:
+                if isinstance(use, cst.Attribute) and use.value is access.node and _shows_module(use.attr.value):
                     return True
         return False
 
@@ -118,6 +131,8 @@ class WholeModelPickleKeptAlive(Rule):
                 inner = node.value.value if isinstance(node.value, cst.Yield) else None
                 if isinstance(inner, cst.BaseExpression) and group.derives(inner):
                     return True
+            if isinstance(node, cst.Expr) and isinstance(node.value, cst.Call) and self._stores(node.value, group, local, analysis):
+                return True
             if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)) and node.value is not None and group.derives(node.value):
                 targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
                 for target in targets:
@@ -128,6 +143,18 @@ class WholeModelPickleKeptAlive(Rule):
                         and target.value.value not in analysis.parameters
                     ):
                         return True
+        return False
+
+    @staticmethod
+    def _stores(call: cst.Call, group: AliasGroup, local: Set[str], analysis: ScopeAnalysis) -> bool:
+        """``container.append(x)`` on a container that outlives the scope, or ``setattr(o, n, x)``."""
+        if not any(group.derives(arg.value) for arg in call.args):
+            return False
+        if isinstance(call.func, cst.Name):
+            return call.func.value == "setattr"
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value in STORING_METHODS:
+            receiver = call.func.value
+            return not (isinstance(receiver, cst.Name) and receiver.value in local and receiver.value not in analysis.parameters)
         return False
 
     def _block_path(self, node: cst.CSTNode, analysis: ScopeAnalysis) -> BlockPath:
@@ -155,7 +182,11 @@ class WholeModelPickleKeptAlive(Rule):
         last = max((path[depth - 1][1] for path in paths), key=body.index)
         if group.names & analysis.live_after_statement(last):
             return
-        remaining = analysis.in_binding_order(group.names & analysis.bound_after_statement(last, definitely=False))
+        loaded = binding.value
+        holding = analysis.holding_after_statement(
+            last, lambda name, value: name in group.names and (value is loaded or group.derives(value)), group.gained_by
+        )
+        remaining = analysis.in_binding_order(holding - group.loop_variables)
         if not remaining or not self._work_follows(last, block, analysis):
             return
         them = "it" if len(remaining) == 1 else "them"
@@ -189,13 +220,33 @@ class WholeModelPickleKeptAlive(Rule):
             current, current_block = owner, self._parent(owner)
 
     def _fix(self, last: cst.CSTNode, names: List[str], analysis: ScopeAnalysis) -> Optional[Fix]:
-        if not set(names) <= analysis.bound_after_statement(last, definitely=True):
+        if not analysis.deletable_after(last, frozenset(names)):
+            return None
+        if not self._gc_is_free(analysis):
             return None
         replacement = statements.insert_after(self, last, [f"del {', '.join(names)}", "gc.collect()"])
         if replacement is None:
             return None
         applicability = Applicability.UNSAFE if analysis.is_module else Applicability.SAFE
-        return self.make_fix(applicability, [self.replacement_edit(*replacement), self.import_edit("gc")])
+        edits = [self.replacement_edit(*replacement), self.import_edit("gc")]
+        return self.make_fix(applicability, edits, analysis.isolation)
+
+    @staticmethod
+    def _gc_is_free(analysis: ScopeAnalysis) -> bool:
+        """Whether ``gc`` means (or, once imported, will mean) the standard module in this scope."""
+        for scope_ in (analysis.scope, analysis.scope.globals):
+            for assignment in scope_.assignments["gc"]:
+                node = getattr(assignment, "node", None)
+                if not (isinstance(node, cst.Import) and any(
+                    alias.asname is None and isinstance(alias.name, cst.Name) and alias.name.value == "gc"
+                    for alias in node.names
+                )):
+                    return False
+        return True
+
+
+def _shows_module(attribute: str) -> bool:
+    return attribute not in MAPPING_ATTRIBUTES and attribute not in TENSOR_ATTRIBUTES
 
 
 def _does_work(statement: cst.CSTNode) -> bool:

@@ -52,14 +52,14 @@ class EmptyCacheWithLiveReferences(Rule):
     @staticmethod
     def _dead_tensor_names(analysis: ScopeAnalysis, step: Step) -> List[str]:
         live = analysis.live_before(step)
-        excluded = live | analysis.escaping | set(analysis.parameters)
+        excluded = live | analysis.escaping | set(analysis.parameters) | analysis.stored_elsewhere()
         return analysis.in_binding_order(name for name in analysis.holding[step] if name not in excluded)
 
     def _fix(self, analysis: ScopeAnalysis, step: Step, statement: cst.Expr, dead: List[str]) -> Optional[Fix]:
-        if not set(dead) <= analysis.definitely_bound[step]:
+        if not set(dead) <= analysis.bound_if_deleted({step: frozenset(dead)})[step]:
             return None
         replacement = statements.insert_before(self, statement, f"del {', '.join(dead)}")
         if replacement is None:
             return None
         applicability = Applicability.UNSAFE if analysis.is_module else Applicability.SAFE
-        return self.make_fix(applicability, [self.replacement_edit(*replacement)])
+        return self.make_fix(applicability, [self.replacement_edit(*replacement)], analysis.isolation)
