@@ -47,6 +47,7 @@ def _check_parser() -> argparse.ArgumentParser:
     files = parser.add_argument_group("file selection")
     files.add_argument("--exclude", type=_codes, metavar="PATTERNS", help="glob patterns to skip during discovery (replaces the defaults)")
     files.add_argument("--extend-exclude", type=_codes, default=[], metavar="PATTERNS", help="glob patterns to skip in addition")
+    files.add_argument("--force-exclude", action="store_true", help="apply the exclude settings to files named on the command line too (for pre-commit)")
     files.add_argument("--stdin-filename", metavar="PATH", help="the name to report (and configure) for source read from stdin")
     files.add_argument("--config", type=Path, metavar="FILE", help="read [tool.gpulint] from this file instead of the nearest pyproject.toml")
     output = parser.add_argument_group("output")
@@ -132,6 +133,8 @@ def _check_paths(args: argparse.Namespace, overrides: Overrides, mode: Mode) -> 
             results.append(FileResult(raw, error=FileError(raw, "no such file or directory")))
             continue
         settings = settings_by_root.setdefault(raw, settings_for(root, overrides))
+        if args.force_exclude and settings.is_excluded(root):
+            continue
         unsafe = unsafe or settings.unsafe_fixes
         for path in discover(root, settings):
             key = path.resolve()

@@ -1,0 +1,45 @@
+"""The flake8 plugin: every gpulint rule under the ``GPU`` code prefix, from the source flake8 read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator, List, Sequence, Tuple, Type
+
+import libcst as cst
+
+from gpulint import __version__
+from gpulint.config import ConfigError, Overrides, settings_for
+from gpulint.linter import lint_source
+from gpulint.rule import Rule
+from gpulint.rules import ALL_RULES
+
+
+def _rules_for(filename: str) -> List[Type[Rule]]:
+    """The rules ``[tool.gpulint]`` enables for this file; flake8's own selection applies on top."""
+    if filename in ("stdin", "-"):
+        return list(ALL_RULES)
+    path = Path(filename)
+    try:
+        return settings_for(path, Overrides()).rules_for(path)
+    except ConfigError:
+        return list(ALL_RULES)
+
+
+class GpulintChecker:
+    """flake8 calls this with the file's lines; it yields ``(line, column, "GPU001 message", type)``."""
+
+    name = "gpulint"
+    version = __version__
+
+    def __init__(self, tree: object, lines: Sequence[str], filename: str) -> None:
+        self.lines = lines
+        self.filename = filename
+
+    def run(self) -> Iterator[Tuple[int, int, str, type]]:
+        source = "".join(self.lines)
+        try:
+            diagnostics = lint_source(source, self.filename, _rules_for(self.filename))
+        except (cst.ParserSyntaxError, RecursionError):
+            return
+        for diagnostic in diagnostics:
+            yield diagnostic.start.line, diagnostic.start.column - 1, f"{diagnostic.code} {diagnostic.message}", type(self)
