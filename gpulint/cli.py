@@ -169,12 +169,13 @@ def _check_command(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
         if not args.quiet:
             err.write(f"Would fix {sum(r.fixed for r in results)} problem(s) in {changed} file(s).\n" if changed else "No fixes to apply.\n")
         return EXIT_ERROR if errors else (EXIT_FINDINGS if changed else EXIT_CLEAN)
-    color = args.format != "json" and wants_color(report_stream)
+    machine_readable = args.format in ("json", "sarif", "github")
+    color = not machine_readable and wants_color(report_stream)
     if args.statistics:
         render_statistics(report, report_stream)
     else:
         reporters()[args.format](report, report_stream, color)
-    if args.format != "json" and not args.quiet:
+    if not machine_readable and not args.quiet:
         report_stream.write(summary_line(report) + "\n")
     if errors:
         return EXIT_ERROR

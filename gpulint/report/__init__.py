@@ -42,6 +42,12 @@ Reporter = Callable[[RunReport, TextIO, bool], None]
 
 
 def reporters() -> Dict[str, Reporter]:
-    from gpulint.report import concise, json_format, text
+    from gpulint.report import concise, github, json_format, sarif, text
 
-    return {"text": text.render, "concise": concise.render, "json": json_format.render}
+    return {
+        "text": text.render,
+        "concise": concise.render,
+        "json": json_format.render,
+        "sarif": sarif.render,
+        "github": github.render,
+    }

@@ -10,7 +10,7 @@ from gpulint.diagnostics import Diagnostic, Edit
 from gpulint.report import RunReport
 
 
-class _LineIndex:
+class LineIndex:
     """Converts 0-based character offsets into 1-based lines and columns."""
 
     def __init__(self, text: str) -> None:
@@ -24,13 +24,13 @@ class _LineIndex:
         return line, offset - self.starts[line - 1] + 1
 
 
-def _edit(index: _LineIndex, edit: Edit) -> dict:
+def _edit(index: LineIndex, edit: Edit) -> dict:
     line, column = index.position(edit.start)
     end_line, end_column = index.position(edit.end)
     return {"line": line, "column": column, "end_line": end_line, "end_column": end_column, "content": edit.content}
 
 
-def diagnostic_object(diagnostic: Diagnostic, index: Optional[_LineIndex]) -> dict:
+def diagnostic_object(diagnostic: Diagnostic, index: Optional[LineIndex]) -> dict:
     fix = None
     if diagnostic.fix is not None and index is not None:
         fix = {
@@ -54,7 +54,7 @@ def diagnostic_object(diagnostic: Diagnostic, index: Optional[_LineIndex]) -> di
 def render(report: RunReport, stream: TextIO, color: bool) -> None:
     objects: List[dict] = []
     for result in report.results:
-        index = _LineIndex(result.text) if result.text is not None else None
+        index = LineIndex(result.text) if result.text is not None else None
         objects.extend(diagnostic_object(d, index) for d in result.diagnostics)
     json.dump(objects, stream, indent=2)
     stream.write("\n")

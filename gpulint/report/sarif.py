@@ -1,0 +1,88 @@
+"""``--format sarif``: a SARIF 2.1.0 log with every rule's metadata, the results and their fixes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import PurePath
+from typing import List, Optional, TextIO
+
+from gpulint import __version__
+from gpulint.diagnostics import Diagnostic
+from gpulint.pages import PAGES_URL, read_page, sections
+from gpulint.report import RunReport
+from gpulint.report.json_format import LineIndex
+from gpulint.rules import ALL_RULES
+
+SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+
+
+def _uri(path: str) -> str:
+    return PurePath(path).as_posix()
+
+
+def _rules() -> List[dict]:
+    entries = []
+    for rule in ALL_RULES:
+        page = read_page(rule.code) or ""
+        entries.append({
+            "id": rule.code,
+            "name": rule.name,
+            "shortDescription": {"text": (rule.__doc__ or rule.name).strip()},
+            "fullDescription": {"text": sections(page).get("What it does", rule.name)},
+            "helpUri": f"{PAGES_URL}{rule.code}.md",
+            "help": {"text": page, "markdown": page},
+            "defaultConfiguration": {"level": "error"},
+            "properties": {"fixAvailability": rule.fix_availability.value},
+        })
+    return entries
+
+
+def _region(line: int, column: int, end_line: int, end_column: int) -> dict:
+    return {"startLine": line, "startColumn": column, "endLine": end_line, "endColumn": end_column}
+
+
+def _result(diagnostic: Diagnostic, index: Optional[LineIndex]) -> dict:
+    codes = [rule.code for rule in ALL_RULES]
+    location = {"artifactLocation": {"uri": _uri(diagnostic.path)}}
+    result = {
+        "ruleId": diagnostic.code,
+        "ruleIndex": codes.index(diagnostic.code),
+        "level": "error",
+        "message": {"text": diagnostic.message},
+        "locations": [{"physicalLocation": {
+            **location,
+            "region": _region(diagnostic.start.line, diagnostic.start.column, diagnostic.end.line, diagnostic.end.column),
+        }}],
+    }
+    if diagnostic.fix is not None and index is not None:
+        replacements = []
+        for edit in diagnostic.fix.edits:
+            start, end = index.position(edit.start), index.position(edit.end)
+            replacements.append({"deletedRegion": _region(*start, *end), "insertedContent": {"text": edit.content}})
+        result["fixes"] = [{
+            "description": {"text": f"{diagnostic.fix.title} ({diagnostic.fix.applicability.value})"},
+            "artifactChanges": [{**location, "replacements": replacements}],
+        }]
+    return result
+
+
+def render(report: RunReport, stream: TextIO, color: bool) -> None:
+    results = []
+    for file_result in report.results:
+        index = LineIndex(file_result.text) if file_result.text is not None else None
+        results.extend(_result(d, index) for d in file_result.diagnostics)
+    log = {
+        "$schema": SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "gpulint",
+                "version": __version__,
+                "informationUri": PAGES_URL.rsplit("/rules/", 1)[0],
+                "rules": _rules(),
+            }},
+            "results": results,
+        }],
+    }
+    json.dump(log, stream, indent=2)
+    stream.write("\n")
