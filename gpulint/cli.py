@@ -17,7 +17,7 @@ from gpulint.report.style import wants_color
 from gpulint.report.summary import summary_line
 from gpulint.rules import ALL_RULES, RULES_BY_CODE
 from gpulint.selection import SelectionLayer
-from gpulint.runner import FileError, FileResult, Mode, process_file, process_text
+from gpulint.runner import FileError, FileResult, Mode, is_notebook, process_file, process_notebook_text, process_text
 from gpulint.source import SourceError, decode
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -113,8 +113,14 @@ def _check_stdin(args: argparse.Namespace, overrides: Overrides, mode: Mode) -> 
         result = FileResult(name, error=FileError(name, str(error)))
         output = raw
     else:
-        result = process_text(name, text, settings.rules_for(Path(name)), mode, settings.unsafe_fixes)
-        output = (result.text if result.error is None else text).encode(encoding)
+        rules = settings.rules_for(Path(name))
+        if is_notebook(name):
+            result = process_notebook_text(name, text, rules, mode, settings.unsafe_fixes)
+            fixed = result.new_file_text
+        else:
+            result = process_text(name, text, rules, mode, settings.unsafe_fixes)
+            fixed = result.text
+        output = (fixed if result.error is None and fixed is not None else text).encode(encoding)
     if mode is Mode.FIX:
         sys.stdout.flush()
         sys.stdout.buffer.write(output)

@@ -10,7 +10,7 @@ import pathspec
 
 from gpulint.config import Settings
 
-PYTHON_SUFFIXES = (".py",)
+PYTHON_SUFFIXES = (".py", ".ipynb")
 
 _Ignore = Tuple[Path, pathspec.GitIgnoreSpec]
 

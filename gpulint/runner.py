@@ -7,13 +7,14 @@ import difflib
 import enum
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import List, Optional, Sequence, Type
+from typing import List, Optional, Sequence, Tuple, Type
 
 import libcst as cst
 
 from gpulint.diagnostics import Diagnostic
 from gpulint.fixer import FixError, applicabilities, fix_text
 from gpulint.linter import lint_source
+from gpulint.notebook import Notebook, parse_notebook, rewrite
 from gpulint.rule import Rule
 from gpulint.source import SourceError, SourceFile, read_source, write_source
 
@@ -46,7 +47,17 @@ class FileResult:
     error: Optional[FileError] = None
     diff: str = ""
     text: Optional[str] = None
-    """The final source text (fixed where fixing was asked for, else as read); None when unreadable."""
+    """The final source text (fixed where fixing was asked for, else as read); None when unreadable.
+    For a notebook, the program its code cells make."""
+    notebook: Optional[Notebook] = None
+    new_file_text: Optional[str] = None
+    """What the file on disk should become (a notebook's rewritten JSON, or ``text``)."""
+
+    def locate(self, line: int) -> Tuple[Optional[int], int]:
+        """(cell, line within it) of a line of ``text`` for a notebook; (None, line) otherwise."""
+        if self.notebook is None:
+            return None, line
+        return self.notebook.locate(line)
 
 
 def _syntax_error(path: str, text: str, error: cst.ParserSyntaxError) -> FileError:
@@ -78,14 +89,35 @@ def process_text(path: str, text: str, rules: Sequence[Type[Rule]], mode: Mode, 
         return FileResult(path, error=FileError(path, "too deeply nested to analyse"), text=text)
     except Exception as error:  # noqa: BLE001 - one file's internal error must not stop the run
         return FileResult(path, error=FileError(path, f"internal error: {type(error).__name__}: {str(error)[:300]}"), text=text)
-    diff = ""
-    if mode is Mode.DIFF and fixed.text != text:
-        diff = "".join(
-            difflib.unified_diff(
-                text.splitlines(keepends=True), fixed.text.splitlines(keepends=True), fromfile=path, tofile=path
-            )
-        )
+    diff = _unified_diff(path, text, fixed.text) if mode is Mode.DIFF else ""
     return FileResult(path, fixed.remaining, fixed=fixed.applied, diff=diff, text=fixed.text)
+
+
+def process_notebook_text(path: str, text: str, rules: Sequence[Type[Rule]], mode: Mode, unsafe_fixes: bool) -> FileResult:
+    """Lint (and fix) a notebook's code cells as one program; ``new_file_text`` is the notebook
+    with only the changed cells rewritten."""
+    try:
+        notebook = parse_notebook(text)
+    except SourceError as error:
+        return FileResult(path, error=FileError(path, str(error)))
+    result = process_text(path, notebook.program, rules, Mode.FIX if mode is Mode.DIFF else mode, unsafe_fixes)
+    result.notebook = notebook
+    if result.error is not None or result.text is None:
+        return result
+    result.new_file_text = rewrite(notebook, result.text) if result.text != notebook.program else text
+    if mode is Mode.DIFF:
+        result.diff = _unified_diff(path, text, result.new_file_text)
+    return result
+
+
+def _unified_diff(path: str, old: str, new: str) -> str:
+    if old == new:
+        return ""
+    return "".join(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True), fromfile=path, tofile=path))
+
+
+def is_notebook(path: str) -> bool:
+    return path.endswith(".ipynb")
 
 
 def process_file(path: Path, rules: Sequence[Type[Rule]], mode: Mode, unsafe_fixes: bool) -> FileResult:
@@ -97,10 +129,14 @@ def process_file(path: Path, rules: Sequence[Type[Rule]], mode: Mode, unsafe_fix
         source: SourceFile = read_source(path)
     except SourceError as error:
         return FileResult(display, error=FileError(display, str(error)))
-    result = process_text(display, source.text, rules, mode, unsafe_fixes)
-    if mode is Mode.FIX and result.error is None and result.text != source.text:
+    if is_notebook(display):
+        result = process_notebook_text(display, source.text, rules, mode, unsafe_fixes)
+    else:
+        result = process_text(display, source.text, rules, mode, unsafe_fixes)
+        result.new_file_text = result.text
+    if mode is Mode.FIX and result.error is None and result.new_file_text not in (None, source.text):
         try:
-            write_source(source, result.text)
+            write_source(source, result.new_file_text)
         except SourceError as error:
             return FileResult(display, result.diagnostics, error=FileError(display, str(error)))
     return result

@@ -83,6 +83,7 @@ def test_json_format(project):
     (item,) = json.loads(result.stdout)
     assert item == {
         "path": "safe.py",
+        "cell": None,
         "line": 5,
         "column": 27,
         "end_line": 5,

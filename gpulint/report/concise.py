@@ -7,15 +7,20 @@ from typing import TextIO
 from gpulint.diagnostics import Diagnostic
 from gpulint.report import RunReport
 from gpulint.report.style import Style
+from gpulint.runner import FileResult
 
 
-def headline(report: RunReport, diagnostic: Diagnostic, style: Style) -> str:
+def headline(report: RunReport, result: FileResult, diagnostic: Diagnostic, style: Style) -> str:
+    """``path:line:col: CODE [*] message``; in a notebook, ``path:cell N:line:col: ...``."""
     marker = " [*]" if report.applies_with_fix(diagnostic) else ""
-    where = f"{style.bold(diagnostic.path)}{style.cyan(':')}{diagnostic.start.line}{style.cyan(':')}{diagnostic.start.column}"
-    return f"{where}{style.cyan(':')} {style.red(diagnostic.code)}{marker} {diagnostic.message}"
+    cell, line = result.locate(diagnostic.start.line)
+    colon = style.cyan(":")
+    where = style.bold(diagnostic.path) + (f"{colon}cell {cell}" if cell is not None else "")
+    return f"{where}{colon}{line}{colon}{diagnostic.start.column}{colon} {style.red(diagnostic.code)}{marker} {diagnostic.message}"
 
 
 def render(report: RunReport, stream: TextIO, color: bool) -> None:
     style = Style(color)
-    for diagnostic in report.diagnostics:
-        stream.write(headline(report, diagnostic, style) + "\n")
+    for result in report.results:
+        for diagnostic in result.diagnostics:
+            stream.write(headline(report, result, diagnostic, style) + "\n")

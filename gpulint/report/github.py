@@ -16,13 +16,17 @@ def _escape_property(text: str) -> str:
 
 
 def render(report: RunReport, stream: TextIO, color: bool) -> None:
-    for d in report.diagnostics:
-        properties = ",".join([
-            f"file={_escape_property(d.path)}",
-            f"line={d.start.line}",
-            f"col={d.start.column}",
-            f"endLine={d.end.line}",
-            f"endColumn={d.end.column}",
-            f"title={d.code}",
-        ])
-        stream.write(f"::error {properties}::{_escape_data(f'{d.code} {d.message}')}\n")
+    for result in report.results:
+        for d in result.diagnostics:
+            cell, line = result.locate(d.start.line)
+            _, end_line = result.locate(d.end.line)
+            where = f"cell {cell}: " if cell is not None else ""
+            properties = ",".join([
+                f"file={_escape_property(d.path)}",
+                f"line={line}",
+                f"col={d.start.column}",
+                f"endLine={end_line}",
+                f"endColumn={d.end.column}",
+                f"title={d.code}",
+            ])
+            stream.write(f"::error {properties}::{_escape_data(f'{where}{d.code} {d.message}')}\n")

@@ -8,6 +8,7 @@ from typing import List, Optional, TextIO
 
 from gpulint.diagnostics import Diagnostic, Edit
 from gpulint.report import RunReport
+from gpulint.runner import FileResult
 
 
 class LineIndex:
@@ -24,25 +25,31 @@ class LineIndex:
         return line, offset - self.starts[line - 1] + 1
 
 
-def _edit(index: LineIndex, edit: Edit) -> dict:
+def _edit(result: FileResult, index: LineIndex, edit: Edit) -> dict:
     line, column = index.position(edit.start)
     end_line, end_column = index.position(edit.end)
-    return {"line": line, "column": column, "end_line": end_line, "end_column": end_column, "content": edit.content}
+    cell, line = result.locate(line)
+    _, end_line = result.locate(end_line)
+    located = {"cell": cell} if cell is not None else {}
+    return {**located, "line": line, "column": column, "end_line": end_line, "end_column": end_column, "content": edit.content}
 
 
-def diagnostic_object(diagnostic: Diagnostic, index: Optional[LineIndex]) -> dict:
+def diagnostic_object(result: FileResult, diagnostic: Diagnostic, index: Optional[LineIndex]) -> dict:
     fix = None
     if diagnostic.fix is not None and index is not None:
         fix = {
             "applicability": diagnostic.fix.applicability.value,
             "title": diagnostic.fix.title,
-            "edits": [_edit(index, edit) for edit in diagnostic.fix.edits],
+            "edits": [_edit(result, index, edit) for edit in diagnostic.fix.edits],
         }
+    cell, line = result.locate(diagnostic.start.line)
+    _, end_line = result.locate(diagnostic.end.line)
     return {
         "path": diagnostic.path,
-        "line": diagnostic.start.line,
+        "cell": cell,
+        "line": line,
         "column": diagnostic.start.column,
-        "end_line": diagnostic.end.line,
+        "end_line": end_line,
         "end_column": diagnostic.end.column,
         "code": diagnostic.code,
         "name": diagnostic.name,
@@ -55,6 +62,6 @@ def render(report: RunReport, stream: TextIO, color: bool) -> None:
     objects: List[dict] = []
     for result in report.results:
         index = LineIndex(result.text) if result.text is not None else None
-        objects.extend(diagnostic_object(d, index) for d in result.diagnostics)
+        objects.extend(diagnostic_object(result, d, index) for d in result.diagnostics)
     json.dump(objects, stream, indent=2)
     stream.write("\n")

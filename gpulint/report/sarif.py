@@ -12,6 +12,7 @@ from gpulint.pages import PAGES_URL, read_page, sections
 from gpulint.report import RunReport
 from gpulint.report.json_format import LineIndex
 from gpulint.rules import ALL_RULES
+from gpulint.runner import FileResult
 
 SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 
@@ -41,9 +42,12 @@ def _region(line: int, column: int, end_line: int, end_column: int) -> dict:
     return {"startLine": line, "startColumn": column, "endLine": end_line, "endColumn": end_column}
 
 
-def _result(diagnostic: Diagnostic, index: Optional[LineIndex]) -> dict:
+def _result(file_result: FileResult, diagnostic: Diagnostic, index: Optional[LineIndex]) -> dict:
+    """A SARIF result; in a notebook, lines count within the cell, named in ``properties``."""
     codes = [rule.code for rule in ALL_RULES]
     location = {"artifactLocation": {"uri": _uri(diagnostic.path)}}
+    cell, line = file_result.locate(diagnostic.start.line)
+    _, end_line = file_result.locate(diagnostic.end.line)
     result = {
         "ruleId": diagnostic.code,
         "ruleIndex": codes.index(diagnostic.code),
@@ -51,14 +55,17 @@ def _result(diagnostic: Diagnostic, index: Optional[LineIndex]) -> dict:
         "message": {"text": diagnostic.message},
         "locations": [{"physicalLocation": {
             **location,
-            "region": _region(diagnostic.start.line, diagnostic.start.column, diagnostic.end.line, diagnostic.end.column),
+            "region": _region(line, diagnostic.start.column, end_line, diagnostic.end.column),
         }}],
     }
+    if cell is not None:
+        result["properties"] = {"cell": cell}
     if diagnostic.fix is not None and index is not None:
         replacements = []
         for edit in diagnostic.fix.edits:
-            start, end = index.position(edit.start), index.position(edit.end)
-            replacements.append({"deletedRegion": _region(*start, *end), "insertedContent": {"text": edit.content}})
+            (start_line, start_column), (stop_line, stop_column) = index.position(edit.start), index.position(edit.end)
+            region = _region(file_result.locate(start_line)[1], start_column, file_result.locate(stop_line)[1], stop_column)
+            replacements.append({"deletedRegion": region, "insertedContent": {"text": edit.content}})
         result["fixes"] = [{
             "description": {"text": f"{diagnostic.fix.title} ({diagnostic.fix.applicability.value})"},
             "artifactChanges": [{**location, "replacements": replacements}],
@@ -70,7 +77,7 @@ def render(report: RunReport, stream: TextIO, color: bool) -> None:
     results = []
     for file_result in report.results:
         index = LineIndex(file_result.text) if file_result.text is not None else None
-        results.extend(_result(d, index) for d in file_result.diagnostics)
+        results.extend(_result(file_result, d, index) for d in file_result.diagnostics)
     log = {
         "$schema": SCHEMA,
         "version": "2.1.0",

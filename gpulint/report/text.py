@@ -10,27 +10,27 @@ from gpulint.report.concise import headline
 from gpulint.report.style import Style
 
 
-def _frame(lines: List[str], diagnostic: Diagnostic, style: Style) -> List[str]:
+def _frame(lines: List[str], diagnostic: Diagnostic, style: Style, shown_number: int) -> List[str]:
     number = diagnostic.start.line
     if not 1 <= number <= len(lines):
         return []
     source_line = lines[number - 1].rstrip("\r\n")
     start = diagnostic.start.column - 1
     end = diagnostic.end.column - 1 if diagnostic.end.line == number else len(source_line)
-    width = len(str(number))
+    width = len(str(shown_number))
     gutter = style.blue(" " * width + " |")
     padding = "".join(char if char == "\t" else " " for char in source_line[:start])
     caret = padding + "^" * max(1, end - start)
     return [
         gutter,
-        f"{style.blue(str(number) + ' |')} {source_line}",
+        f"{style.blue(str(shown_number) + ' |')} {source_line}",
         f"{gutter} {style.red(caret + ' ' + diagnostic.code)}",
         gutter,
     ]
 
 
-def _help(report: RunReport, diagnostic: Diagnostic) -> str:
-    indent = " " * (len(str(diagnostic.start.line)) + 1)
+def _help(report: RunReport, diagnostic: Diagnostic, shown_number: int) -> str:
+    indent = " " * (len(str(shown_number)) + 1)
     fix = diagnostic.fix
     if fix is None:
         return ""
@@ -47,10 +47,11 @@ def render(report: RunReport, stream: TextIO, color: bool) -> None:
     for result in report.results:
         lines = (result.text or "").splitlines()
         for diagnostic in result.diagnostics:
-            stream.write(headline(report, diagnostic, style) + "\n")
-            for line in _frame(lines, diagnostic, style):
+            _, shown_number = result.locate(diagnostic.start.line)
+            stream.write(headline(report, result, diagnostic, style) + "\n")
+            for line in _frame(lines, diagnostic, style, shown_number):
                 stream.write(line + "\n")
-            help_line = _help(report, diagnostic)
+            help_line = _help(report, diagnostic, shown_number)
             if help_line:
                 stream.write(help_line + "\n")
             stream.write("\n")
