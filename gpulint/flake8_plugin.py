@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
-from typing import Iterator, List, Sequence, Tuple, Type
+from typing import Iterator, List, Optional, Sequence, Tuple, Type
 
 import libcst as cst
 
 from gpulint import __version__
-from gpulint.config import ConfigError, Overrides, settings_for
+from gpulint.config import ConfigError, Overrides, Settings, settings_for
 from gpulint.linter import lint_source
 from gpulint.rule import Rule
 from gpulint.rules import ALL_RULES
+
+
+@functools.lru_cache(maxsize=None)
+def _settings_for_directory(directory: str) -> Optional[Settings]:
+    try:
+        return settings_for(Path(directory), Overrides())
+    except ConfigError:
+        return None
 
 
 def _rules_for(filename: str) -> List[Type[Rule]]:
@@ -19,10 +28,8 @@ def _rules_for(filename: str) -> List[Type[Rule]]:
     if filename in ("stdin", "-"):
         return list(ALL_RULES)
     path = Path(filename)
-    try:
-        return settings_for(path, Overrides()).rules_for(path)
-    except ConfigError:
-        return list(ALL_RULES)
+    settings = _settings_for_directory(str(path.resolve().parent))
+    return settings.rules_for(path) if settings is not None else list(ALL_RULES)
 
 
 class GpulintChecker:
