@@ -19,7 +19,8 @@ GOOD = 'import torch\nstate = torch.load("a.pt", map_location="cpu")\n'
 @pytest.fixture(scope="module")
 def environment(tmp_path_factory):
     home = tmp_path_factory.mktemp("pre-commit-home")
-    return {**os.environ, "PRE_COMMIT_HOME": str(home), "NO_COLOR": "1"}
+    identity = {f"GIT_{who}_{what}": value for who in ("AUTHOR", "COMMITTER") for what, value in (("NAME", "gpulint tests"), ("EMAIL", "tests@gpulint.invalid"))}
+    return {**os.environ, **identity, "PRE_COMMIT_HOME": str(home), "NO_COLOR": "1"}
 
 
 @pytest.fixture
