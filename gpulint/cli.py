@@ -115,10 +115,10 @@ def _check_stdin(args: argparse.Namespace, overrides: Overrides, mode: Mode) -> 
     else:
         rules = settings.rules_for(Path(name))
         if is_notebook(name):
-            result = process_notebook_text(name, text, rules, mode, settings.unsafe_fixes)
+            result = process_notebook_text(name, text, rules, mode, settings.unsafe_fixes, settings.options)
             fixed = result.new_file_text
         else:
-            result = process_text(name, text, rules, mode, settings.unsafe_fixes)
+            result = process_text(name, text, rules, mode, settings.unsafe_fixes, settings.options)
             fixed = result.text
         output = (fixed if result.error is None and fixed is not None else text).encode(encoding)
     if mode is Mode.FIX:
@@ -147,7 +147,7 @@ def _check_paths(args: argparse.Namespace, overrides: Overrides, mode: Mode) -> 
             if key in seen:
                 continue
             seen.add(key)
-            results.append(process_file(path, settings.rules_for(path), mode, settings.unsafe_fixes))
+            results.append(process_file(path, settings.rules_for(path), mode, settings.unsafe_fixes, settings.options))
     return results, unsafe
 
 

@@ -25,7 +25,9 @@ DEFAULT_EXCLUDE: Tuple[str, ...] = (
 """Directory and file names skipped during discovery unless ``exclude`` replaces them."""
 
 _LIST_KEYS = ("select", "ignore", "extend-select", "exclude", "extend-exclude")
-KNOWN_KEYS = frozenset({*_LIST_KEYS, "per-file-ignores", "unsafe-fixes"})
+RULE_OPTIONS = {"prefer-inference-mode": bool}
+"""Settings that rules read, with their types."""
+KNOWN_KEYS = frozenset({*_LIST_KEYS, "per-file-ignores", "unsafe-fixes", *RULE_OPTIONS})
 ALL_CODES = tuple(rule.code for rule in ALL_RULES)
 
 
@@ -44,6 +46,7 @@ class FileConfig:
     extend_exclude: Tuple[str, ...] = ()
     per_file_ignores: Mapping[str, Tuple[str, ...]] = field(default_factory=dict)
     unsafe_fixes: Optional[bool] = None
+    options: Mapping[str, object] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,12 @@ def load_file_config(path: Path) -> FileConfig:
     unsafe_fixes = table.get("unsafe-fixes")
     if unsafe_fixes is not None and not isinstance(unsafe_fixes, bool):
         raise ConfigError(f"{path}: [tool.gpulint] unsafe-fixes must be true or false")
+    options = {}
+    for key, kind in RULE_OPTIONS.items():
+        if key in table:
+            if not isinstance(table[key], kind):
+                raise ConfigError(f"{path}: [tool.gpulint] {key} must be a {kind.__name__}")
+            options[key] = table[key]
     selection = SelectionLayer(lists.get("select"), lists.get("extend-select", ()), lists.get("ignore", ()))
     try:
         selection.validate(ALL_CODES)
@@ -118,6 +127,7 @@ def load_file_config(path: Path) -> FileConfig:
         extend_exclude=lists.get("extend-exclude", ()),
         per_file_ignores=per_file_ignores,
         unsafe_fixes=unsafe_fixes,
+        options=options,
     )
 
 
@@ -145,6 +155,8 @@ class Settings:
     exclude: Tuple[str, ...]
     per_file_ignores: Mapping[str, FrozenSet[str]]
     source: Optional[Path] = None
+    options: Mapping[str, object] = field(default_factory=dict)
+    """Rule settings such as ``prefer-inference-mode``."""
 
     def is_excluded(self, path: Path) -> bool:
         return _matches(self.exclude, path, self.root)
@@ -175,6 +187,7 @@ def resolve_settings(file_config: FileConfig, overrides: Overrides) -> Settings:
         exclude=(*(DEFAULT_EXCLUDE if exclude is None else exclude), *file_config.extend_exclude, *overrides.extend_exclude),
         per_file_ignores=per_file,
         source=file_config.source,
+        options=dict(file_config.options),
     )
 
 

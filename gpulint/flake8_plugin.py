@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Iterator, List, Optional, Sequence, Tuple, Type
+from typing import Iterator, List, Mapping, Optional, Sequence, Tuple, Type
 
 import libcst as cst
 
@@ -23,13 +23,16 @@ def _settings_for_directory(directory: str) -> Optional[Settings]:
         return None
 
 
-def _rules_for(filename: str) -> List[Type[Rule]]:
-    """The rules ``[tool.gpulint]`` enables for this file; flake8's own selection applies on top."""
+def _configuration(filename: str) -> Tuple[List[Type[Rule]], Mapping[str, object]]:
+    """The rules ``[tool.gpulint]`` enables for this file (flake8's own selection applies on top),
+    and the rule settings."""
     if filename in ("stdin", "-"):
-        return list(ALL_RULES)
+        return list(ALL_RULES), {}
     path = Path(filename)
     settings = _settings_for_directory(str(path.resolve().parent))
-    return settings.rules_for(path) if settings is not None else list(ALL_RULES)
+    if settings is None:
+        return list(ALL_RULES), {}
+    return settings.rules_for(path), settings.options
 
 
 class GpulintChecker:
@@ -45,7 +48,8 @@ class GpulintChecker:
     def run(self) -> Iterator[Tuple[int, int, str, type]]:
         source = "".join(self.lines)
         try:
-            diagnostics = lint_source(source, self.filename, _rules_for(self.filename))
+            rules, options = _configuration(self.filename)
+            diagnostics = lint_source(source, self.filename, rules, options=options)
         except (cst.ParserSyntaxError, RecursionError):
             return
         for diagnostic in diagnostics:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from typing import List, Sequence, Type
+from typing import List, Mapping, Optional, Sequence, Type
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper
@@ -23,7 +23,13 @@ def check_syntax(source: str) -> None:
         cst.parse_module(source)
 
 
-def lint_source(source: str, path: str, rules: Sequence[Type[Rule]], prefilter: bool = True) -> List[Diagnostic]:
+def lint_source(
+    source: str,
+    path: str,
+    rules: Sequence[Type[Rule]],
+    prefilter: bool = True,
+    options: Optional[Mapping[str, object]] = None,
+) -> List[Diagnostic]:
     """Diagnostics of ``rules`` on ``source``; raises ``libcst.ParserSyntaxError`` if it does not parse.
 
     Name and scope resolution is paid only where a rule can fire: rules whose tokens are absent are
@@ -40,7 +46,7 @@ def lint_source(source: str, path: str, rules: Sequence[Type[Rule]], prefilter: 
         candidates = [r for r in candidates if not r.targets or imports.may_reach(r.targets, source)]
         if not candidates:
             return []
-    context = FileContext(path=path, source=source, module=module)
+    context = FileContext(path=path, source=source, module=module, options=options or {})
     MetadataWrapper(module, unsafe_skip_copy=True).visit_batched([rule(context) for rule in candidates])
     diagnostics = filter_suppressed(source, context.diagnostics)
     return sorted(diagnostics, key=lambda d: (d.start.line, d.start.column, d.code))

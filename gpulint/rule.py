@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Dict, FrozenSet, List, Optional, Sequence
+from typing import Any, ClassVar, Dict, FrozenSet, List, Mapping, Optional, Sequence
 
 import libcst as cst
 from libcst.codemod import CodemodContext
@@ -32,6 +32,8 @@ class FileContext:
     source: str
     module: cst.Module
     diagnostics: List[Diagnostic] = field(default_factory=list)
+    options: Mapping[str, object] = field(default_factory=dict)
+    """Rule settings from ``[tool.gpulint]`` (``prefer-inference-mode``...)."""
     shared: Dict[str, Any] = field(default_factory=dict)
     """Analyses that several rules use, built once per file by whichever rule asks first."""
     _round_trips: Optional[bool] = None

@@ -7,7 +7,7 @@ import difflib
 import enum
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple, Type
+from typing import List, Mapping, Optional, Sequence, Tuple, Type
 
 import libcst as cst
 
@@ -72,10 +72,15 @@ def _syntax_error(path: str, text: str, error: cst.ParserSyntaxError) -> FileErr
     return FileError(path, f"cannot parse: {error.message}", error.raw_line, error.raw_column + 1)
 
 
-def process_text(path: str, text: str, rules: Sequence[Type[Rule]], mode: Mode, unsafe_fixes: bool) -> FileResult:
+Options = Optional[Mapping[str, object]]
+
+
+def process_text(
+    path: str, text: str, rules: Sequence[Type[Rule]], mode: Mode, unsafe_fixes: bool, options: Options = None
+) -> FileResult:
     """Lint ``text`` and, in FIX and DIFF modes, compute its fixed form."""
     def lint(source: str) -> List[Diagnostic]:
-        return lint_source(source, path, rules)
+        return lint_source(source, path, rules, options=options)
 
     try:
         if mode is Mode.CHECK:
@@ -93,14 +98,16 @@ def process_text(path: str, text: str, rules: Sequence[Type[Rule]], mode: Mode, 
     return FileResult(path, fixed.remaining, fixed=fixed.applied, diff=diff, text=fixed.text)
 
 
-def process_notebook_text(path: str, text: str, rules: Sequence[Type[Rule]], mode: Mode, unsafe_fixes: bool) -> FileResult:
+def process_notebook_text(
+    path: str, text: str, rules: Sequence[Type[Rule]], mode: Mode, unsafe_fixes: bool, options: Options = None
+) -> FileResult:
     """Lint (and fix) a notebook's code cells as one program; ``new_file_text`` is the notebook
     with only the changed cells rewritten."""
     try:
         notebook = parse_notebook(text)
     except SourceError as error:
         return FileResult(path, error=FileError(path, str(error)))
-    result = process_text(path, notebook.program, rules, Mode.FIX if mode is Mode.DIFF else mode, unsafe_fixes)
+    result = process_text(path, notebook.program, rules, Mode.FIX if mode is Mode.DIFF else mode, unsafe_fixes, options)
     result.notebook = notebook
     if result.error is not None or result.text is None:
         return result
@@ -120,7 +127,9 @@ def is_notebook(path: str) -> bool:
     return path.endswith(".ipynb")
 
 
-def process_file(path: Path, rules: Sequence[Type[Rule]], mode: Mode, unsafe_fixes: bool) -> FileResult:
+def process_file(
+    path: Path, rules: Sequence[Type[Rule]], mode: Mode, unsafe_fixes: bool, options: Options = None
+) -> FileResult:
     """Process a file on disk; in FIX mode, write it back atomically if it changed."""
     display = str(path)
     if path.is_dir():
@@ -130,9 +139,9 @@ def process_file(path: Path, rules: Sequence[Type[Rule]], mode: Mode, unsafe_fix
     except SourceError as error:
         return FileResult(display, error=FileError(display, str(error)))
     if is_notebook(display):
-        result = process_notebook_text(display, source.text, rules, mode, unsafe_fixes)
+        result = process_notebook_text(display, source.text, rules, mode, unsafe_fixes, options)
     else:
-        result = process_text(display, source.text, rules, mode, unsafe_fixes)
+        result = process_text(display, source.text, rules, mode, unsafe_fixes, options)
         result.new_file_text = result.text
     if mode is Mode.FIX and result.error is None and result.new_file_text not in (None, source.text):
         try:

@@ -131,6 +131,32 @@ def run(path):
     torch.cuda.empty_cache()
     return "done"
 """,
+    "evaluation-without-no-grad": """
+def run(path):
+    model = nn.Linear(4, 2)
+    model.eval()
+    correct = 0
+    for batch, target in make_loader(3):
+        logits = model(batch)
+        correct += (logits.argmax(-1) == target).sum().item()
+    return correct
+""",
+    "accumulated-losses": """
+def run(path):
+    model = nn.Linear(4, 2)
+    criterion = nn.CrossEntropyLoss()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    total = 0
+    history = []
+    for batch, target in make_loader(3):
+        optimizer.zero_grad()
+        loss = criterion(model(batch), target)
+        loss.backward()
+        optimizer.step()
+        total += loss
+        history.append(loss)
+    return round(total.item(), 4), [round(h.item(), 4) for h in history]
+""",
     "the-seed-scenario": """
 def run(path):
     save_model(path)
@@ -164,6 +190,12 @@ def test_fixed_program_runs_and_computes_the_same(name, tmp_path):
     source = PRELUDE + textwrap.dedent(PROGRAMS[name])
     fixed = fix_text(source, lambda text: lint_source(text, "program.py", ALL_RULES), applicabilities(True)).text
     assert _run(fixed, tmp_path / "fixed.pt") == _run(source, tmp_path / "original.pt")
+
+
+def test_accumulated_losses_lose_their_graph_only():
+    source = PRELUDE + textwrap.dedent(PROGRAMS["accumulated-losses"])
+    fixed = fix_text(source, lambda text: lint_source(text, "program.py", ALL_RULES), applicabilities(False)).text
+    assert "total += loss.detach()" in fixed and "history.append(loss.detach())" in fixed
 
 
 def test_the_seed_scenario_is_fixed():

@@ -146,6 +146,27 @@ class ScopeAnalysis:
         position = self.owner.get_metadata(PositionProvider, self.node)
         return f"scope:{position.start.line}:{position.start.column}"
 
+    def holding_before(self, step: Step, holds: Callable[[str, cst.BaseExpression], bool]) -> FrozenSet[str]:
+        """Names that may hold a value for which ``holds(name, value)`` just before ``step``."""
+        bindings = {s: self._bindings(s.node) for s in self.graph.steps if s.node is not None}
+
+        def transfer(current: Step, before: FrozenSet[str]) -> FrozenSet[str]:
+            gens = {name for name, value in bindings.get(current, ()) if value is not None and holds(name, value)}
+            return frozenset((before - current.binds - current.deletes) | gens)
+
+        return dataflow.solve_forward_may(self.graph, transfer)[step]
+
+    @property
+    def criteria(self) -> FrozenSet[str]:
+        """Names bound to loss modules or functions (``criterion = nn.CrossEntropyLoss()``)."""
+        found = set()
+        for node in (step.node for step in self.graph.steps):
+            if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call):
+                names = self._qualified_names(node.value.func)
+                if any(q.startswith("torch.nn.") and q.endswith("Loss") for q in names):
+                    found.update(t.target.value for t in node.targets if isinstance(t.target, cst.Name))
+        return frozenset(found | {m for m in self.tensors.modules if m.split(".")[-1].lower().endswith(("criterion", "loss_fn"))})
+
     def holding_after_statement(
         self,
         statement: cst.CSTNode,

@@ -1,0 +1,234 @@
+"""GPU004: a model in evaluation mode called with gradients still on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Union
+
+import libcst as cst
+from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
+
+from gpulint.analysis.aliases import AliasGroup
+from gpulint.analysis.tensors import dotted_name
+from gpulint.diagnostics import Applicability, Fix
+from gpulint.grad_mode import guarded_function, guarded_with
+from gpulint.import_table import ImportTable
+from gpulint.rule import FixAvailability, Rule
+
+Scope = Union[cst.Module, cst.FunctionDef]
+TRAINING_CALLS = frozenset({"backward", "step"})
+"""Methods whose call shows the scope needs gradients (``loss.backward()``, ``optimizer.step()``)."""
+
+
+@dataclass
+class _ScopeFacts:
+    node: Scope
+    mode: Dict[str, bool] = field(default_factory=dict)
+    """Dotted name -> whether the code last put it in evaluation mode."""
+    forward_calls: List[cst.Call] = field(default_factory=list)
+    """Calls of models in evaluation mode, outside any grad-off context, in source order."""
+    needs_gradients: bool = False
+
+
+class InferenceWithoutNoGrad(Rule):
+    """Inference with gradients on keeps every activation for a backward pass that never comes."""
+
+    code = "GPU004"
+    name = "inference-without-no-grad"
+    message = (
+        "`{model}` is in evaluation mode but called with gradients on: every activation is kept "
+        "for a backward pass that never comes (run it under `torch.no_grad()`)"
+    )
+    fix_title = "Run the inference under `torch.no_grad()`"
+    fix_availability = FixAvailability.SOMETIMES
+    tokens = frozenset({"eval", "train"})
+
+    METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider, ParentNodeProvider)
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self.scopes: List[_ScopeFacts] = []
+        self.finished: List[_ScopeFacts] = []
+        self.guards = 0
+        self.calls_by_function: Dict[str, List[bool]] = {}
+        """Function or method name -> for each call of it in the module, whether gradients were off."""
+
+    def _names(self, node: cst.CSTNode) -> set:
+        return {q.name for q in self.get_metadata(QualifiedNameProvider, node, set())}
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self.scopes.append(_ScopeFacts(node))
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        self.finished.append(self.scopes.pop())
+        for facts in self.finished:
+            self._report(facts)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.scopes.append(_ScopeFacts(node))
+        if guarded_function(node, self._names):
+            self.guards += 1
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.finished.append(self.scopes.pop())
+        if guarded_function(original_node, self._names):
+            self.guards -= 1
+
+    def visit_With(self, node: cst.With) -> None:
+        if guarded_with(node, self._names):
+            self.guards += 1
+
+    def leave_With(self, original_node: cst.With) -> None:
+        if guarded_with(original_node, self._names):
+            self.guards -= 1
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        value = node.value
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "eval":
+            for target in node.targets:
+                name = dotted_name(target.target)
+                if name:
+                    self.scopes[-1].mode[name] = True
+
+    def visit_Call(self, node: cst.Call) -> None:
+        facts = self.scopes[-1]
+        func = node.func
+        if isinstance(func, cst.Name):
+            self.calls_by_function.setdefault(func.value, []).append(self.guards > 0)
+        if isinstance(func, cst.Attribute):
+            self.calls_by_function.setdefault(func.attr.value, []).append(self.guards > 0)
+            method = func.attr.value
+            receiver = dotted_name(func.value)
+            if method in TRAINING_CALLS or self._names(func) == {"torch.autograd.grad"}:
+                facts.needs_gradients = True
+            if receiver and method == "eval" and not node.args:
+                facts.mode[receiver] = True
+            elif receiver and method == "train":
+                facts.mode[receiver] = bool(node.args) and _is_false(node.args[0].value)
+            elif receiver and method == "forward" and facts.mode.get(receiver) and not self.guards:
+                facts.forward_calls.append(node)
+        model = dotted_name(func)
+        if model and facts.mode.get(model) and not self.guards:
+            facts.forward_calls.append(node)
+
+    def _report(self, facts: _ScopeFacts) -> None:
+        if not facts.forward_calls or facts.needs_gradients:
+            return
+        if isinstance(facts.node, cst.FunctionDef):
+            calls = self.calls_by_function.get(facts.node.name.value, [])
+            if calls and all(calls):
+                return
+        first = facts.forward_calls[0]
+        func = first.func.value if isinstance(first.func, cst.Attribute) and first.func.attr.value == "forward" else first.func
+        self.report(first, self.message.format(model=dotted_name(func)), self._fix(facts, first))
+
+    def _grad_off_call(self) -> str:
+        """``torch.no_grad()`` (or ``torch.inference_mode()``), spelled as this file imports torch."""
+        function = "inference_mode" if self.context.options.get("prefer-inference-mode") else "no_grad"
+        return f"{self._torch_name() or 'torch'}.{function}()"
+
+    def _torch_name(self) -> Optional[str]:
+        table = ImportTable.from_module(self.context.module)
+        for local, qualified in sorted(table.bindings.items()):
+            if qualified == {"torch"}:
+                return local
+        return None
+
+    def _fix(self, facts: _ScopeFacts, first: cst.Call) -> Optional[Fix]:
+        import_edit = None if self._torch_name() else self.import_edit("torch")
+        if isinstance(facts.node, cst.Module):
+            return self._module_fix(facts.node, first, import_edit)
+        function = facts.node
+        if function.asynchronous is not None:
+            return None
+        decorator = cst.Decorator(decorator=cst.parse_expression(self._grad_off_call()))
+        decorated = function.with_changes(decorators=[*function.decorators, decorator])
+        applicability = Applicability.UNSAFE if self._outputs_escape(function, facts) else Applicability.SAFE
+        return self.make_fix(applicability, [self.replacement_edit(function, decorated), import_edit])
+
+    def _outputs_escape(self, function: cst.FunctionDef, facts: _ScopeFacts) -> bool:
+        """Whether a forward output leaves the function (returned, yielded or stored on an object),
+        where a caller might backpropagate through it."""
+        calls = set(map(id, facts.forward_calls))
+        statements: List[cst.CSTNode] = []
+
+        class Collect(cst.CSTVisitor):
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+                return node is function
+
+            def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+                statements.extend(node.body)
+
+            def visit_For(self, node: cst.For) -> None:
+                statements.append(node)
+
+        function.visit(Collect())
+        seeds = [
+            target.target.value for s in statements if isinstance(s, cst.Assign) and _contains_call(s.value, calls)
+            for target in s.targets if isinstance(target.target, cst.Name)
+        ]
+        group = AliasGroup(seeds, statements)
+        for s in statements:
+            if isinstance(s, cst.Return) and s.value is not None and (group.derives(s.value) or _contains_call(s.value, calls)):
+                return True
+            if isinstance(s, cst.Expr) and isinstance(s.value, cst.Yield) and isinstance(s.value.value, cst.BaseExpression):
+                if group.derives(s.value.value) or _contains_call(s.value.value, calls):
+                    return True
+            if isinstance(s, cst.Assign) and (group.derives(s.value) or _contains_call(s.value, calls)):
+                if any(isinstance(t.target, (cst.Attribute, cst.Subscript)) for t in s.targets):
+                    return True
+        return False
+
+    def _module_fix(self, module: cst.Module, first: cst.Call, import_edit) -> Optional[Fix]:
+        """Wrap the module's statements from the first forward call to the last use of its outputs."""
+        statement = first
+        while self.get_metadata(ParentNodeProvider, statement) is not module:
+            statement = self.get_metadata(ParentNodeProvider, statement)
+        body = list(module.body)
+        start = body.index(statement)
+        smalls = [small for line in body if isinstance(line, cst.SimpleStatementLine) for small in line.body]
+        own = statement.body if isinstance(statement, cst.SimpleStatementLine) else []
+        outputs = [
+            target.target.value for small in own if isinstance(small, cst.Assign)
+            for target in small.targets if isinstance(target.target, cst.Name)
+        ]
+        group = AliasGroup(outputs, smalls)
+        end = start
+        for index in range(start + 1, len(body)):
+            if _mentions(body[index], group.names):
+                end = index
+        wrapped = cst.With(
+            items=[cst.WithItem(item=cst.parse_expression(self._grad_off_call()))],
+            body=cst.IndentedBlock(body=[body[start].with_changes(leading_lines=[]), *body[start + 1 : end + 1]]),
+            leading_lines=body[start].leading_lines,
+        )
+        new_module = module.with_changes(body=[*body[:start], wrapped, *body[end + 1 :]])
+        return self.make_fix(Applicability.UNSAFE, [self.replacement_edit(module, new_module), import_edit])
+
+
+def _is_false(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "False"
+
+
+def _contains_call(node: cst.CSTNode, calls: set) -> bool:
+    found = []
+
+    class Find(cst.CSTVisitor):
+        def visit_Call(self, call: cst.Call) -> None:
+            if id(call) in calls:
+                found.append(call)
+
+    node.visit(Find())
+    return bool(found)
+
+
+def _mentions(node: cst.CSTNode, names: set) -> bool:
+    found = []
+
+    class Find(cst.CSTVisitor):
+        def visit_Name(self, name: cst.Name) -> None:
+            if name.value in names:
+                found.append(name)
+
+    node.visit(Find())
+    return bool(found)

@@ -1,0 +1,202 @@
+"""GPU005: a loss (or other tensor with autograd history) accumulated across loop iterations."""
+
+from __future__ import annotations
+
+from typing import List, Optional, Set
+
+import libcst as cst
+from libcst.metadata import ParentNodeProvider, PositionProvider
+
+from gpulint.analysis import scope
+from gpulint.analysis.scope import ScopeAnalysis, analysis_for
+from gpulint.analysis.tensors import dotted_name, is_torch_tensor_function
+from gpulint.diagnostics import Applicability, Fix
+from gpulint.grad_mode import guarded_function, guarded_with
+from gpulint.rule import FixAvailability, Rule
+
+APPENDING_METHODS = frozenset({"append", "extend", "insert"})
+
+
+class AccumulatedAutogradHistory(Rule):
+    """Summing or collecting losses that carry their graph keeps every iteration's graph alive."""
+
+    code = "GPU005"
+    name = "accumulated-autograd-history"
+    message = (
+        "`{value}` carries autograd history into `{accumulator}`, which outlives the iteration: "
+        "without backward every step's activations stay on the device, with it the graph nodes pile "
+        "up in host memory (accumulate `{value}.detach()`, or `.item()` for a Python number)"
+    )
+    fix_title = "Accumulate `.detach()`ed values"
+    fix_availability = FixAvailability.ALWAYS
+    tokens = frozenset({"+", "append", "extend", "insert", "]"})
+
+    METADATA_DEPENDENCIES = (PositionProvider, *scope.METADATA_DEPENDENCIES)
+
+    def _parent(self, node: cst.CSTNode) -> cst.CSTNode:
+        return self.get_metadata(ParentNodeProvider, node)
+
+    def _names(self, node: cst.CSTNode) -> set:
+        return {q.name for q in self.get_metadata(scope.QualifiedNameProvider, node, set())}
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if isinstance(node.operator, cst.AddAssign):
+            self._check(node, node.target, node.value)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if len(node.targets) != 1:
+            return
+        target = node.targets[0].target
+        value = node.value
+        if isinstance(target, cst.Subscript):
+            self._check(node, target.value, value)
+        elif isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Add):
+            accumulator = dotted_name(target)
+            for own, other in ((value.left, value.right), (value.right, value.left)):
+                if accumulator and dotted_name(own) == accumulator:
+                    self._check(node, target, other)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value in APPENDING_METHODS and node.args:
+            self._check(node, node.func.value, node.args[-1].value)
+
+    def _check(self, statement: cst.CSTNode, accumulator: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        accumulated = dotted_name(accumulator)
+        loop = self._enclosing_loop(statement)
+        if accumulated is None or loop is None or self._grad_off(statement):
+            return
+        analysis = analysis_for(self, self.context, statement)
+        if analysis is None or not self._carries_history(value, loop, analysis, statement):
+            return
+        if not self._outlives_iteration(accumulated, loop) or self._backpropagated(accumulated, analysis):
+            return
+        spelled = self.context.module.code_for_node(value)
+        message = self.message.format(value=spelled, accumulator=accumulated)
+        detached = cst.Call(func=cst.Attribute(value=_parenthesized(value), attr=cst.Name("detach")))
+        fix = self.make_fix(Applicability.SAFE, [self.replacement_edit(value, detached)])
+        self.report(value, message, fix)
+
+    def _enclosing_loop(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+        current = self._parent(node)
+        while not isinstance(current, (cst.Module, cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            if isinstance(current, (cst.For, cst.While)):
+                return current
+            current = self._parent(current)
+        return None
+
+    def _grad_off(self, node: cst.CSTNode) -> bool:
+        """Whether ``node`` runs with gradients off (inside ``with torch.no_grad()`` or a function
+        decorated with it); False for nodes built by the analysis rather than parsed."""
+        current = self.get_metadata(ParentNodeProvider, node, None)
+        while current is not None and not isinstance(current, cst.Module):
+            if isinstance(current, cst.With) and guarded_with(current, self._names):
+                return True
+            if isinstance(current, cst.FunctionDef) and guarded_function(current, self._names):
+                return True
+            current = self.get_metadata(ParentNodeProvider, current, None)
+        return False
+
+    def _carries_history(self, value: cst.BaseExpression, loop: cst.CSTNode, analysis: ScopeAnalysis, at: cst.CSTNode) -> bool:
+        """A name ``.backward()`` is called on inside the loop, or the output of a module, a criterion
+        or a ``torch.nn.functional`` function computed with gradients on, still bound here."""
+        if isinstance(value, cst.Call):
+            return self._graph_producing(value, analysis)
+        if not isinstance(value, cst.Name):
+            return False
+        name = value.value
+        backward_in_loop = _backward_names(loop)
+        statement = _small_statement(self, at)
+        step = analysis.step_of(statement) if statement is not None else None
+        if step is None:
+            return False
+        with_history = analysis.holding_before(
+            step, lambda bound, bound_value: self._binds_history(bound, bound_value, backward_in_loop, analysis)
+        )
+        return name in with_history
+
+    def _binds_history(self, name: str, value: cst.BaseExpression, backward_in_loop: Set[str], analysis: ScopeAnalysis) -> bool:
+        if analysis.tensors.releases(value) or _detached(value) or self._grad_off(value):
+            return False
+        return name in backward_in_loop or (isinstance(value, cst.Call) and self._graph_producing(value, analysis))
+
+    def _graph_producing(self, call: cst.Call, analysis: ScopeAnalysis) -> bool:
+        if _detached(call) or analysis.tensors.releases(call):
+            return False
+        func = call.func
+        if analysis.tensors.is_module(func) or dotted_name(func) in analysis.criteria:
+            return True
+        names = self._names(func)
+        return any(q.startswith("torch.nn.functional.") for q in names) or (
+            isinstance(func, cst.Attribute) and func.attr.value == "forward" and analysis.tensors.is_module(func.value)
+        ) or any(is_torch_tensor_function(q) and q.endswith("_loss") for q in names)
+
+    @staticmethod
+    def _outlives_iteration(accumulated: str, loop: cst.CSTNode) -> bool:
+        """An attribute, or a name the loop body never binds afresh (``acc = []`` inside the loop
+        starts a new accumulator each iteration; ``acc = acc + x`` does not)."""
+        return "." in accumulated or accumulated not in _bound_afresh_in(loop)
+
+    def _backpropagated(self, accumulated: str, analysis: ScopeAnalysis) -> bool:
+        """Gradient accumulation: ``.backward()`` is called on an expression of the accumulator."""
+        found = []
+
+        class Backward(cst.CSTVisitor):
+            def visit_Call(self, node: cst.Call) -> None:
+                if isinstance(node.func, cst.Attribute) and node.func.attr.value == "backward":
+                    names = {dotted_name(n) for n in _subexpressions(node.func.value)}
+                    if accumulated in names:
+                        found.append(node)
+
+        analysis.node.visit(Backward())
+        return bool(found)
+
+
+def _parenthesized(value: cst.BaseExpression) -> cst.BaseExpression:
+    if isinstance(value, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or value.lpar:
+        return value
+    return value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+
+def _detached(value: cst.BaseExpression) -> bool:
+    return isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in (
+        "detach", "item", "tolist", "cpu", "numpy",
+    )
+
+
+def _small_statement(owner: Rule, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+    current = node
+    while not isinstance(current, cst.BaseSmallStatement):
+        current = owner.get_metadata(ParentNodeProvider, current, None)
+        if current is None:
+            return None
+    return current
+
+
+def _subexpressions(node: cst.CSTNode) -> List[cst.CSTNode]:
+    found: List[cst.CSTNode] = []
+
+    class Collect(cst.CSTVisitor):
+        def on_visit(self, child: cst.CSTNode) -> bool:
+            found.append(child)
+            return True
+
+    node.visit(Collect())
+    return found
+
+
+def _backward_names(loop: cst.CSTNode) -> Set[str]:
+    return {
+        node.func.value.value for node in _subexpressions(loop)
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "backward"
+        and isinstance(node.func.value, cst.Name)
+    }
+
+
+def _bound_afresh_in(loop: cst.CSTNode) -> Set[str]:
+    """Names the loop body binds to values that do not read them (``x = []``, not ``x = x + y``)."""
+    names = set()
+    for node in _subexpressions(loop.body):
+        if isinstance(node, cst.Assign):
+            read = {n.value for n in _subexpressions(node.value) if isinstance(n, cst.Name)}
+            names.update(t.target.value for t in node.targets if isinstance(t.target, cst.Name) and t.target.value not in read)
+    return names

@@ -1,0 +1,57 @@
+"""GPU006: the deprecated ``torch.cuda`` "cached" memory functions."""
+
+from __future__ import annotations
+
+from typing import Dict, Optional, Tuple
+
+import libcst as cst
+from libcst.metadata import PositionProvider, QualifiedNameProvider
+
+from gpulint.diagnostics import Applicability, Fix
+from gpulint.rule import FixAvailability, Rule
+
+REPLACEMENTS: Dict[str, Tuple[str, Applicability]] = {}
+for _namespace in ("torch.cuda", "torch.cuda.memory"):
+    REPLACEMENTS.update({
+        f"{_namespace}.memory_cached": ("memory_reserved", Applicability.SAFE),
+        f"{_namespace}.max_memory_cached": ("max_memory_reserved", Applicability.SAFE),
+        f"{_namespace}.reset_max_memory_cached": ("reset_peak_memory_stats", Applicability.UNSAFE),
+        f"{_namespace}.reset_max_memory_allocated": ("reset_peak_memory_stats", Applicability.UNSAFE),
+    })
+"""Each deprecated function, the name that replaces it, and whether the replacement behaves the same."""
+
+
+class DeprecatedCudaCacheApi(Rule):
+    """``memory_cached`` and friends are deprecated aliases; the reset ones reset every peak statistic."""
+
+    code = "GPU006"
+    name = "deprecated-cuda-cache-api"
+    message = "`{old}` is deprecated: use `{new}`{why}"
+    fix_title = "Use the current name"
+    fix_availability = FixAvailability.ALWAYS
+    tokens = frozenset({"memory_cached", "reset_max_memory_allocated"})
+    targets = frozenset(REPLACEMENTS)
+
+    METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        names = {q.name for q in self.get_metadata(QualifiedNameProvider, node.func, set())}
+        if len(names) != 1 or not names <= REPLACEMENTS.keys():
+            return
+        (old,) = names
+        new, applicability = REPLACEMENTS[old]
+        why = (
+            " (it resets every peak statistic, as this call already does)" if applicability is Applicability.UNSAFE
+            else ", the name that says what it measures"
+        )
+        message = self.message.format(old=old.replace("torch.cuda.memory.", "torch.cuda."), new=f"torch.cuda.{new}", why=why)
+        self.report(node, message, self._fix(node, new, applicability))
+
+    def _fix(self, node: cst.Call, new: str, applicability: Applicability) -> Optional[Fix]:
+        if isinstance(node.func, cst.Attribute):
+            renamed = node.func.with_changes(attr=cst.Name(new))
+            return self.make_fix(applicability, [self.replacement_edit(node.func, renamed)])
+        if isinstance(node.func, cst.Name):
+            edits = [self.replacement_edit(node.func, cst.Name(new)), self.import_edit("torch.cuda", new)]
+            return self.make_fix(applicability, edits)
+        return None
