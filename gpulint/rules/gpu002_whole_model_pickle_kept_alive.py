@@ -10,7 +10,7 @@ from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameP
 from gpulint import statements
 from gpulint.analysis import scope
 from gpulint.analysis.aliases import AliasGroup
-from gpulint.analysis.scope import ScopeAnalysis, analysis_for
+from gpulint.analysis.scope import STORING_METHODS, ScopeAnalysis, analysis_for
 from gpulint.diagnostics import Applicability, Fix
 from gpulint.rule import FixAvailability, Rule
 
@@ -27,10 +27,6 @@ TENSOR_ATTRIBUTES = frozenset({
 })
 """Attributes of a tensor: using them does not show the loaded object is a module either."""
 COPY_METHODS = frozenset({"load_state_dict", "copy_", "set_"})
-STORING_METHODS = frozenset({
-    "append", "extend", "insert", "add", "update", "setdefault", "__setitem__", "add_module",
-    "register_module", "register_buffer", "register_parameter", "put", "appendleft",
-})
 BLOCKS = (cst.Module, cst.IndentedBlock, cst.SimpleStatementSuite)
 
 BlockPath = List[Tuple[cst.CSTNode, cst.CSTNode]]
