@@ -18,7 +18,8 @@ SET_GRAD_ENABLED = frozenset({"torch.set_grad_enabled", "torch.autograd.set_grad
 
 def turns_grad_off(expression: cst.BaseExpression, qualified_names: QualifiedNames) -> bool:
     """``torch.no_grad()``, ``torch.no_grad`` (as a decorator), ``torch.inference_mode()``,
-    ``torch.set_grad_enabled(False)``, under any import form."""
+    ``torch.set_grad_enabled(False)``, under any import form. ``set_grad_enabled(flag)`` with a
+    flag only known at run time (``phase == "train"``) counts too: the code manages grad mode."""
     call = expression if isinstance(expression, cst.Call) else None
     names = qualified_names(call.func if call else expression)
     if names and names <= GRAD_OFF:
@@ -27,7 +28,7 @@ def turns_grad_off(expression: cst.BaseExpression, qualified_names: QualifiedNam
         )
     if call is not None and names and names <= SET_GRAD_ENABLED and call.args:
         value = call.args[0].value
-        return isinstance(value, cst.Name) and value.value == "False"
+        return not (isinstance(value, cst.Name) and value.value == "True")
     return False
 
 

@@ -62,6 +62,16 @@ def test_fix_that_adds_lines_keeps_them_in_their_cell(tmp_path):
     assert "".join(cells[3]["source"]) == "print(1)"
 
 
+def test_a_module_level_wrap_stays_in_its_cell(tmp_path):
+    first = "import torch\nmodel = torch.nn.Linear(4, 2).eval()\nout = model(torch.ones(1, 4))"
+    second = "print(out.shape)\ndoubled = out * 2"
+    (tmp_path / "nb.ipynb").write_text(_notebook(first, second), encoding="utf-8")
+    assert run_gpulint(["--fix", "--unsafe-fixes", "nb.ipynb"], cwd=tmp_path).returncode == 0
+    cells = json.loads((tmp_path / "nb.ipynb").read_text(encoding="utf-8"))["cells"]
+    assert "".join(cells[1]["source"]).endswith("with torch.no_grad():\n    out = model(torch.ones(1, 4))")
+    assert "".join(cells[2]["source"]) == second
+
+
 def test_magics_and_shell_escapes_are_masked_not_parsed(tmp_path):
     source = _notebook(
         "%matplotlib inline\n!pip install torch\nimport torch",

@@ -143,7 +143,8 @@ class InferenceWithoutNoGrad(Rule):
             return None
         decorator = cst.Decorator(decorator=cst.parse_expression(self._grad_off_call()))
         decorated = function.with_changes(decorators=[*function.decorators, decorator])
-        applicability = Applicability.UNSAFE if self._outputs_escape(function, facts) else Applicability.SAFE
+        risky = self._outputs_escape(function, facts) or _may_train(function, facts)
+        applicability = Applicability.UNSAFE if risky else Applicability.SAFE
         return self.make_fix(applicability, [self.replacement_edit(function, decorated), import_edit])
 
     def _outputs_escape(self, function: cst.FunctionDef, facts: _ScopeFacts) -> bool:
@@ -180,7 +181,8 @@ class InferenceWithoutNoGrad(Rule):
         return False
 
     def _module_fix(self, module: cst.Module, first: cst.Call, import_edit) -> Optional[Fix]:
-        """Wrap the module's statements from the first forward call to the last use of its outputs."""
+        """Wrap the module's statements from the first forward call to the last use of its outputs,
+        stopping before a comment line that starts a new section (or a notebook's next cell)."""
         statement = first
         while self.get_metadata(ParentNodeProvider, statement) is not module:
             statement = self.get_metadata(ParentNodeProvider, statement)
@@ -195,6 +197,8 @@ class InferenceWithoutNoGrad(Rule):
         group = AliasGroup(outputs, smalls)
         end = start
         for index in range(start + 1, len(body)):
+            if any(line.comment is not None for line in body[index].leading_lines):
+                break
             if _mentions(body[index], group.names):
                 end = index
         wrapped = cst.With(
@@ -204,6 +208,27 @@ class InferenceWithoutNoGrad(Rule):
         )
         new_module = module.with_changes(body=[*body[:start], wrapped, *body[end + 1 :]])
         return self.make_fix(Applicability.UNSAFE, [self.replacement_edit(module, new_module), import_edit])
+
+
+def _may_train(function: cst.FunctionDef, facts: _ScopeFacts) -> bool:
+    """Whether the function may also train: it switches a model back to training mode, or hands a
+    model in evaluation mode to another function (which a decorator would run without gradients)."""
+    models = set(facts.mode)
+    forward = set(map(id, facts.forward_calls))
+    found = []
+
+    class Calls(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            if id(node) in forward:
+                return
+            if isinstance(node.func, cst.Attribute) and node.func.attr.value == "train":
+                if not (node.args and _is_false(node.args[0].value)):
+                    found.append(node)
+            if any(dotted_name(arg.value) in models for arg in node.args):
+                found.append(node)
+
+    function.body.visit(Calls())
+    return bool(found)
 
 
 def _is_false(node: cst.BaseExpression) -> bool:

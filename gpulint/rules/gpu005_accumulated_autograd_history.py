@@ -49,7 +49,8 @@ class AccumulatedAutogradHistory(Rule):
         target = node.targets[0].target
         value = node.value
         if isinstance(target, cst.Subscript):
-            self._check(node, target.value, value)
+            if not _constant_key(target):
+                self._check(node, target.value, value)
         elif isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Add):
             accumulator = dotted_name(target)
             for own, other in ((value.left, value.right), (value.right, value.left)):
@@ -137,18 +138,78 @@ class AccumulatedAutogradHistory(Rule):
         return "." in accumulated or accumulated not in _bound_afresh_in(loop)
 
     def _backpropagated(self, accumulated: str, analysis: ScopeAnalysis) -> bool:
-        """Gradient accumulation: ``.backward()`` is called on an expression of the accumulator."""
-        found = []
+        """Gradient accumulation: the accumulator, or a value computed from it, reaches a backward
+        pass (``.backward()``, ``accelerator.backward(x)``, ``torch.autograd.grad(x, ...)``) — or it
+        is returned from a function whose result the module backpropagates."""
+        derived = _computed_from(accumulated, analysis.node)
+        if any(_names_of(expression) & derived for expression in _backward_inputs(analysis.node, self._names)):
+            return True
+        if isinstance(analysis.node, cst.FunctionDef) and _returns_any(analysis.node, derived):
+            name = analysis.node.name.value
+            return any(name in _names_of(expression) | _called_names(expression)
+                       for expression in _backward_inputs(self.context.module, self._names))
+        return False
 
-        class Backward(cst.CSTVisitor):
-            def visit_Call(self, node: cst.Call) -> None:
-                if isinstance(node.func, cst.Attribute) and node.func.attr.value == "backward":
-                    names = {dotted_name(n) for n in _subexpressions(node.func.value)}
-                    if accumulated in names:
-                        found.append(node)
 
-        analysis.node.visit(Backward())
-        return bool(found)
+def _constant_key(target: cst.Subscript) -> bool:
+    """``metrics["loss"] = x`` overwrites one entry each iteration: nothing accumulates."""
+    return len(target.slice) == 1 and isinstance(target.slice[0].slice, cst.Index) and isinstance(
+        target.slice[0].slice.value, (cst.BaseString, cst.BaseNumber)
+    )
+
+
+def _names_of(node: cst.CSTNode) -> Set[str]:
+    return {name for name in (dotted_name(n) for n in _subexpressions(node)) if name}
+
+
+def _called_names(node: cst.CSTNode) -> Set[str]:
+    return {
+        n.func.value if isinstance(n.func, cst.Name) else n.func.attr.value
+        for n in _subexpressions(node)
+        if isinstance(n, cst.Call) and isinstance(n.func, (cst.Name, cst.Attribute))
+    }
+
+
+def _computed_from(name: str, scope_node: cst.CSTNode) -> Set[str]:
+    """``name`` and every name bound (in the scope) to a value computed from it, transitively."""
+    derived = {name}
+    assignments = [n for n in _subexpressions(scope_node) if isinstance(n, (cst.Assign, cst.AugAssign))]
+    changed = True
+    while changed:
+        changed = False
+        for node in assignments:
+            if not _names_of(node.value) & derived:
+                continue
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            for target in targets:
+                for bound in _names_of(target):
+                    if bound not in derived:
+                        derived.add(bound)
+                        changed = True
+    return derived
+
+
+def _backward_inputs(scope_node: cst.CSTNode, qualified_names) -> List[cst.CSTNode]:
+    """The expressions a backward pass starts from: receivers of ``.backward()`` and arguments of
+    any call whose name mentions backward (``accelerator.backward``, ``manual_backward``), of
+    ``torch.autograd.grad`` and ``torch.autograd.backward``."""
+    found: List[cst.CSTNode] = []
+    for node in _subexpressions(scope_node):
+        if not isinstance(node, cst.Call):
+            continue
+        name = dotted_name(node.func) or ""
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "backward":
+            found.append(node.func.value)
+        if "backward" in name.split(".")[-1] or qualified_names(node.func) & {"torch.autograd.grad", "torch.autograd.backward"}:
+            found.extend(arg.value for arg in node.args)
+    return found
+
+
+def _returns_any(function: cst.FunctionDef, names: Set[str]) -> bool:
+    return any(
+        isinstance(node, cst.Return) and node.value is not None and _names_of(node.value) & names
+        for node in _subexpressions(function.body)
+    )
 
 
 def _parenthesized(value: cst.BaseExpression) -> cst.BaseExpression:
