@@ -17,7 +17,7 @@ from gpulint.report.style import wants_color
 from gpulint.report.summary import summary_line
 from gpulint.rules import ALL_RULES, RULES_BY_CODE
 from gpulint.selection import SelectionLayer
-from gpulint.runner import FileError, FileResult, Mode, is_notebook, process_file, process_notebook_text, process_text
+from gpulint.runner import DEFAULT_TIME_BUDGET, FileError, FileResult, Mode, is_notebook, process_file, process_notebook_text, process_text
 from gpulint.source import SourceError, decode
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -55,6 +55,7 @@ def _check_parser() -> argparse.ArgumentParser:
     output.add_argument("--statistics", action="store_true", help="print how often each rule fired instead of the diagnostics")
     output.add_argument("--exit-zero", action="store_true", help="exit 0 even when problems remain")
     output.add_argument("-q", "--quiet", action="store_true", help="print diagnostics only, no summary")
+    output.add_argument("--file-time-budget", type=float, default=DEFAULT_TIME_BUDGET, metavar="SECONDS", help=f"give up on a file after this long, as a per-file error (default: {DEFAULT_TIME_BUDGET:g})")
     output.add_argument("--no-cache", action="store_true", help="do not read or write the result cache")
     return parser
 
@@ -115,10 +116,10 @@ def _check_stdin(args: argparse.Namespace, overrides: Overrides, mode: Mode) -> 
     else:
         rules = settings.rules_for(Path(name))
         if is_notebook(name):
-            result = process_notebook_text(name, text, rules, mode, settings.unsafe_fixes, settings.options)
+            result = process_notebook_text(name, text, rules, mode, settings.unsafe_fixes, settings.options, args.file_time_budget)
             fixed = result.new_file_text
         else:
-            result = process_text(name, text, rules, mode, settings.unsafe_fixes, settings.options)
+            result = process_text(name, text, rules, mode, settings.unsafe_fixes, settings.options, args.file_time_budget)
             fixed = result.text
         output = (fixed if result.error is None and fixed is not None else text).encode(encoding)
     if mode is Mode.FIX:
@@ -147,7 +148,9 @@ def _check_paths(args: argparse.Namespace, overrides: Overrides, mode: Mode) -> 
             if key in seen:
                 continue
             seen.add(key)
-            results.append(process_file(path, settings.rules_for(path), mode, settings.unsafe_fixes, settings.options))
+            results.append(
+                process_file(path, settings.rules_for(path), mode, settings.unsafe_fixes, settings.options, args.file_time_budget)
+            )
     return results, unsafe
 
 

@@ -16,7 +16,12 @@ Lint = Callable[[str], List[Diagnostic]]
 
 
 class FixError(Exception):
-    """Fixes that could not be applied; the file is left as it was."""
+    """Fixes that could not be applied; the file is left as it was. ``diagnostics`` are the
+    findings of the unfixed text."""
+
+    def __init__(self, message: str, diagnostics: List[Diagnostic]) -> None:
+        super().__init__(message)
+        self.diagnostics = diagnostics
 
 
 @dataclass(frozen=True)
@@ -44,14 +49,16 @@ def apply_fixes(text: str, fixes: Iterable[Fix]) -> tuple:
             chosen.append(fix)
             if fix.isolation is not None:
                 isolated.add(fix.isolation)
-    edits = sorted((edit for fix in chosen for edit in fix.edits), key=lambda e: e.start, reverse=True)
+    edits = sorted({edit for fix in chosen for edit in fix.edits}, key=lambda e: e.start, reverse=True)
     for edit in edits:
         text = text[: edit.start] + edit.content + text[edit.end :]
     return text, len(chosen)
 
 
 def _disjoint(first: Fix, second: Fix) -> bool:
-    return all(a.end < b.start or b.end < a.start for a in first.edits for b in second.edits)
+    """No edit of one touches an edit of the other, except an identical one (two fixes adding the
+    same import), which is applied once."""
+    return all(a == b or a.end < b.start or b.end < a.start for a in first.edits for b in second.edits)
 
 
 def _compiles(text: str) -> bool:
@@ -70,19 +77,19 @@ def fix_text(text: str, lint: Lint, allowed: Sequence[Applicability]) -> FixResu
     """
     original = text
     applied = 0
-    diagnostics = lint(text)
+    diagnostics = first = lint(text)
     passes = 0
     while True:
         fixes = [d.fix for d in diagnostics if d.fix is not None and d.fix.applicability in allowed]
         new_text, count = apply_fixes(text, fixes)
         if new_text == text:
             if applied and not _compiles(text) and _compiles(original):
-                raise FixError("fixes produced code that this Python cannot compile; file left unchanged")
+                raise FixError("fixes produced code that this Python cannot compile; file left unchanged", first)
             return FixResult(text, applied, diagnostics)
         if passes == MAX_PASSES:
-            raise FixError(f"fixes did not settle after {MAX_PASSES} passes; file left unchanged")
+            raise FixError(f"fixes did not settle after {MAX_PASSES} passes; file left unchanged", first)
         try:
             diagnostics = lint(new_text)
         except cst.ParserSyntaxError as error:
-            raise FixError(f"fixes produced code that does not parse ({error.message}); file left unchanged") from None
+            raise FixError(f"fixes produced code that does not parse ({error.message}); file left unchanged", first) from None
         text, applied, passes = new_text, applied + count, passes + 1

@@ -17,6 +17,7 @@ from gpulint.linter import lint_source
 from gpulint.notebook import Notebook, parse_notebook, rewrite
 from gpulint.rule import Rule
 from gpulint.source import SourceError, SourceFile, read_source, write_source
+from gpulint.time_budget import TimeBudgetExceeded, time_budget
 
 
 class Mode(enum.Enum):
@@ -75,21 +76,35 @@ def _syntax_error(path: str, text: str, error: cst.ParserSyntaxError) -> FileErr
 Options = Optional[Mapping[str, object]]
 
 
+DEFAULT_TIME_BUDGET = 60.0
+"""Seconds one file may take before it is given up as a per-file error."""
+
+
 def process_text(
-    path: str, text: str, rules: Sequence[Type[Rule]], mode: Mode, unsafe_fixes: bool, options: Options = None
+    path: str,
+    text: str,
+    rules: Sequence[Type[Rule]],
+    mode: Mode,
+    unsafe_fixes: bool,
+    options: Options = None,
+    budget: Optional[float] = DEFAULT_TIME_BUDGET,
 ) -> FileResult:
-    """Lint ``text`` and, in FIX and DIFF modes, compute its fixed form."""
+    """Lint ``text`` and, in FIX and DIFF modes, compute its fixed form, within ``budget`` seconds."""
     def lint(source: str) -> List[Diagnostic]:
         return lint_source(source, path, rules, options=options)
 
     try:
-        if mode is Mode.CHECK:
-            return FileResult(path, lint(text), text=text)
-        fixed = fix_text(text, lint, applicabilities(unsafe_fixes))
+        with time_budget(budget):
+            if mode is Mode.CHECK:
+                return FileResult(path, lint(text), text=text)
+            fixed = fix_text(text, lint, applicabilities(unsafe_fixes))
+    except TimeBudgetExceeded:
+        message = f"gave up after {budget:g} s (the per-file time budget, --file-time-budget); nothing written"
+        return FileResult(path, error=FileError(path, message), text=text)
     except cst.ParserSyntaxError as error:
         return FileResult(path, error=_syntax_error(path, text, error), text=text)
     except FixError as error:
-        return FileResult(path, lint(text), error=FileError(path, str(error)), text=text)
+        return FileResult(path, error.diagnostics, error=FileError(path, str(error)), text=text)
     except RecursionError:
         return FileResult(path, error=FileError(path, "too deeply nested to analyse"), text=text)
     except Exception as error:  # noqa: BLE001 - one file's internal error must not stop the run
@@ -99,7 +114,13 @@ def process_text(
 
 
 def process_notebook_text(
-    path: str, text: str, rules: Sequence[Type[Rule]], mode: Mode, unsafe_fixes: bool, options: Options = None
+    path: str,
+    text: str,
+    rules: Sequence[Type[Rule]],
+    mode: Mode,
+    unsafe_fixes: bool,
+    options: Options = None,
+    budget: Optional[float] = DEFAULT_TIME_BUDGET,
 ) -> FileResult:
     """Lint (and fix) a notebook's code cells as one program; ``new_file_text`` is the notebook
     with only the changed cells rewritten."""
@@ -107,7 +128,7 @@ def process_notebook_text(
         notebook = parse_notebook(text)
     except SourceError as error:
         return FileResult(path, error=FileError(path, str(error)))
-    result = process_text(path, notebook.program, rules, Mode.FIX if mode is Mode.DIFF else mode, unsafe_fixes, options)
+    result = process_text(path, notebook.program, rules, Mode.FIX if mode is Mode.DIFF else mode, unsafe_fixes, options, budget)
     result.notebook = notebook
     if result.error is not None or result.text is None:
         return result
@@ -128,7 +149,12 @@ def is_notebook(path: str) -> bool:
 
 
 def process_file(
-    path: Path, rules: Sequence[Type[Rule]], mode: Mode, unsafe_fixes: bool, options: Options = None
+    path: Path,
+    rules: Sequence[Type[Rule]],
+    mode: Mode,
+    unsafe_fixes: bool,
+    options: Options = None,
+    budget: Optional[float] = DEFAULT_TIME_BUDGET,
 ) -> FileResult:
     """Process a file on disk; in FIX mode, write it back atomically if it changed."""
     display = str(path)
@@ -139,9 +165,9 @@ def process_file(
     except SourceError as error:
         return FileResult(display, error=FileError(display, str(error)))
     if is_notebook(display):
-        result = process_notebook_text(display, source.text, rules, mode, unsafe_fixes, options)
+        result = process_notebook_text(display, source.text, rules, mode, unsafe_fixes, options, budget)
     else:
-        result = process_text(display, source.text, rules, mode, unsafe_fixes, options)
+        result = process_text(display, source.text, rules, mode, unsafe_fixes, options, budget)
         result.new_file_text = result.text
     if mode is Mode.FIX and result.error is None and result.new_file_text not in (None, source.text):
         try:
