@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import ast
 from dataclasses import dataclass
 from typing import Callable, Iterable, List, Sequence
 
 import libcst as cst
 
 from gpulint.diagnostics import Applicability, Diagnostic, Fix
+from gpulint.source import quiet_compile
 
 MAX_PASSES = 10
 
@@ -63,7 +63,7 @@ def _disjoint(first: Fix, second: Fix) -> bool:
 
 def _compiles(text: str) -> bool:
     try:
-        compile(text, "<gpulint>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        quiet_compile(text, "<gpulint>")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     return True

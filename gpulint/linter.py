@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 from typing import List, Mapping, Optional, Sequence, Type
 
 import libcst as cst
@@ -12,13 +11,14 @@ from gpulint.diagnostics import Diagnostic
 from gpulint.import_table import ImportTable
 from gpulint.noqa import filter_suppressed
 from gpulint.rule import FileContext, Rule
+from gpulint.source import quiet_compile
 
 
 def check_syntax(source: str) -> None:
     """Raise ``libcst.ParserSyntaxError`` if ``source`` does not parse, without building a LibCST tree
     where Python's own (much faster) parser accepts it."""
     try:
-        compile(source, "<gpulint>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        quiet_compile(source, "<gpulint>")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         cst.parse_module(source)
 

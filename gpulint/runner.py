@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import difflib
 import enum
 from dataclasses import dataclass, field
@@ -16,7 +15,7 @@ from gpulint.fixer import FixError, applicabilities, fix_text
 from gpulint.linter import lint_source
 from gpulint.notebook import Notebook, parse_notebook, rewrite
 from gpulint.rule import Rule
-from gpulint.source import SourceError, SourceFile, read_source, write_source
+from gpulint.source import SourceError, SourceFile, quiet_compile, read_source, write_source
 from gpulint.time_budget import TimeBudgetExceeded, time_budget
 
 
@@ -64,7 +63,7 @@ class FileResult:
 def _syntax_error(path: str, text: str, error: cst.ParserSyntaxError) -> FileError:
     """Where and why ``text`` does not parse; Python's own parser words and places this best."""
     try:
-        compile(text, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        quiet_compile(text, path)
     except SyntaxError as python_error:
         if python_error.lineno is not None:
             return FileError(path, f"cannot parse: {python_error.msg}", python_error.lineno, python_error.offset or 1)

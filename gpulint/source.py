@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import io
 import os
 import stat
 import tempfile
 import tokenize
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,6 +42,14 @@ def decode(raw: bytes) -> tuple:
         ) from None
     except LookupError:
         raise SourceError(f"unknown encoding {encoding!r} in the coding cookie") from None
+
+
+def quiet_compile(text: str, filename: str) -> ast.AST:
+    """Python's own parse of ``text`` (raising ``SyntaxError``), without printing the syntax
+    warnings it has about the user's code."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return compile(text, filename, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
 
 
 def read_source(path: Path) -> SourceFile:

@@ -1,0 +1,82 @@
+"""Property tests: checking never raises, and fixing always yields code that parses, is idempotent
+and leaves no finding its fixes were meant to remove. ``GPULINT_LONG=1`` runs many more examples."""
+
+from __future__ import annotations
+
+import os
+
+import hypothesmith
+import libcst as cst
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from gpulint.fixer import applicabilities, fix_text
+from gpulint.linter import lint_source
+from gpulint.rules import ALL_RULES
+from gpulint.runner import Mode, process_text
+from tests.helpers import LINT_FIXTURES
+
+EXAMPLES = 2000 if os.environ.get("GPULINT_LONG") else 60
+PROFILE = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+FIXTURE_SOURCES = sorted(path.read_text(encoding="utf-8") for path in LINT_FIXTURES.glob("*/*.py"))
+SPLICED_STATEMENTS = [
+    "del model",
+    "model = None",
+    "return None",
+    "continue",
+    "break",
+    "global model",
+    "torch.cuda.empty_cache()",
+    "out = model(x)",
+    "loss.backward()",
+    "total += loss",
+    "model.eval()",
+    "model.train()",
+    "state = torch.load(path)",
+    "with torch.no_grad():\n    out = model(x)",
+    "for item in items:\n    total += item",
+    "if flag:\n    del out",
+    "try:\n    x = f()\nexcept Exception:\n    pass",
+    "yield out",
+    "print(locals())",
+]
+
+
+def _lint(text: str):
+    return lint_source(text, "x.py", ALL_RULES)
+
+
+def _check_fixes(source: str) -> None:
+    allowed = applicabilities(True)
+    result = fix_text(source, _lint, allowed)
+    cst.parse_module(result.text)
+    again = fix_text(result.text, _lint, allowed)
+    assert again.text == result.text and again.applied == 0
+    assert not [d for d in result.remaining if d.fix is not None and d.fix.applicability in allowed]
+
+
+@PROFILE
+@given(hypothesmith.from_grammar())
+def test_checking_generated_programs_never_raises(source):
+    result = process_text("x.py", source, ALL_RULES, Mode.FIX, True)
+    assert result.error is None or "internal error" not in result.error.message
+
+
+def _splice(source: str, statement: str, line: int) -> str:
+    lines = source.splitlines(keepends=True)
+    line = min(line, len(lines))
+    indent = lines[line - 1][: len(lines[line - 1]) - len(lines[line - 1].lstrip())] if lines else ""
+    block = "".join(indent + part + "\n" for part in statement.split("\n"))
+    return "".join(lines[:line] + [block] + lines[line:])
+
+
+@PROFILE
+@given(st.sampled_from(FIXTURE_SOURCES), st.sampled_from(SPLICED_STATEMENTS), st.integers(min_value=1, max_value=200))
+def test_fixes_of_spliced_fixtures_parse_and_settle(source, statement, line):
+    spliced = _splice(source, statement, line)
+    try:
+        compile(spliced, "x.py", "exec")
+    except SyntaxError:
+        return
+    result = process_text("x.py", spliced, ALL_RULES, Mode.FIX, True)
+    assert result.error is None, result.error
+    _check_fixes(spliced)
