@@ -11,7 +11,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
-LINT_FIXTURES = FIXTURES / "lint"
+RULE_FIXTURE_DIRS = sorted(p for p in FIXTURES.iterdir() if p.is_dir() and re.fullmatch(r"[A-Z]+[0-9]{3}", p.name))
+"""``fixtures/GPU001/``...: one folder of example files per rule (``demo/`` and others are not rules')."""
+RULE_FIXTURE_FILES = sorted(path for folder in RULE_FIXTURE_DIRS for path in folder.glob("*.py"))
 PAGES = ROOT / "rules"
 GPULINT = Path(sys.executable).parent / ("gpulint.exe" if os.name == "nt" else "gpulint")
 
@@ -48,7 +50,7 @@ def expected_markers(source: str) -> Dict[Tuple[int, str], Optional[str]]:
 
 
 def fixture_cases(code: str) -> List[Path]:
-    return sorted((LINT_FIXTURES / code).glob("*.py"))
+    return sorted((FIXTURES / code).glob("*.py"))
 
 
 def snapshot_path(case: Path, kind: str) -> Path:

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import LINT_FIXTURES, ROOT, run_gpulint
+from tests.helpers import RULE_FIXTURE_FILES, ROOT, run_gpulint
 
 FLAKE8 = Path(sys.executable).parent / "flake8"
-FIXTURE_FILES = sorted(LINT_FIXTURES.glob("*/*.py"))
+FIXTURE_FILES = RULE_FIXTURE_FILES
 
 
 def _flake8(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:

@@ -13,11 +13,11 @@ from gpulint.fixer import applicabilities, fix_text
 from gpulint.linter import lint_source
 from gpulint.rules import ALL_RULES
 from gpulint.runner import Mode, process_text
-from tests.helpers import LINT_FIXTURES
+from tests.helpers import RULE_FIXTURE_FILES
 
 EXAMPLES = 2000 if os.environ.get("GPULINT_LONG") else 60
 PROFILE = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
-FIXTURE_SOURCES = sorted(path.read_text(encoding="utf-8") for path in LINT_FIXTURES.glob("*/*.py"))
+FIXTURE_SOURCES = sorted(path.read_text(encoding="utf-8") for path in RULE_FIXTURE_FILES)
 SPLICED_STATEMENTS = [
     "del model",
     "model = None",

@@ -9,7 +9,7 @@ import pkgutil
 import gpulint.rules
 from gpulint.rule import Rule, check_rule_metadata
 from gpulint.rules import ALL_RULES
-from tests.helpers import LINT_FIXTURES, PAGES
+from tests.helpers import FIXTURES, PAGES, RULE_FIXTURE_DIRS
 
 
 def _rule_classes_on_disk():
@@ -45,8 +45,8 @@ def test_rule_metadata_is_well_formed():
 def test_every_rule_has_a_page_and_fixtures_and_nothing_is_orphaned():
     codes = {rule.code for rule in ALL_RULES}
     pages = {path.stem for path in PAGES.glob("*.md")}
-    fixture_dirs = {path.name for path in LINT_FIXTURES.iterdir() if path.is_dir()}
+    fixture_dirs = {path.name for path in RULE_FIXTURE_DIRS}
     assert pages == codes, f"pages without rule: {pages - codes}; rules without page: {codes - pages}"
     assert fixture_dirs == codes, f"fixtures without rule: {fixture_dirs - codes}; rules without fixtures: {codes - fixture_dirs}"
     for code in codes:
-        assert list((LINT_FIXTURES / code).glob("*.py")), f"{code} has an empty fixture folder"
+        assert list((FIXTURES / code).glob("*.py")), f"{code} has an empty fixture folder"
