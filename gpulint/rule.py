@@ -14,6 +14,9 @@ from libcst import BatchableCSTVisitor
 from libcst.metadata import CodeRange, PositionProvider
 
 from gpulint.diagnostics import Applicability, Diagnostic, Edit, Fix, Position
+from gpulint.import_table import ImportTable
+from gpulint.source import quiet_compile
+from gpulint.survey import Survey
 
 
 class FixAvailability(enum.Enum):
@@ -37,6 +40,17 @@ class FileContext:
     shared: Dict[str, Any] = field(default_factory=dict)
     """Analyses that several rules use, built once per file by whichever rule asks first."""
     _round_trips: Optional[bool] = None
+    _imports: Optional[ImportTable] = None
+
+    @property
+    def imports(self) -> ImportTable:
+        """The file's import table (empty where Python's own parser rejects the file)."""
+        if self._imports is None:
+            try:
+                self._imports = ImportTable.from_tree(quiet_compile(self.source, self.path))
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                self._imports = ImportTable({}, set())
+        return self._imports
 
     @property
     def round_trips(self) -> bool:
@@ -62,7 +76,8 @@ class Rule(BatchableCSTVisitor):
     tokens: ClassVar[FrozenSet[str]]
     """Substrings of which a file must contain at least one for the rule to be able to fire."""
     targets: ClassVar[FrozenSet[str]] = frozenset()
-    """Qualified names the rule is about; if given, a file whose imports reach none of them is skipped."""
+    """Qualified names of the functions whose calls the rule is about; if given, a file with no call
+    that its imports can resolve to one of them is skipped."""
 
     METADATA_DEPENDENCIES = (PositionProvider,)
 
@@ -74,6 +89,12 @@ class Rule(BatchableCSTVisitor):
     def may_fire(cls, source: str) -> bool:
         """The cheap text prefilter: False means the rule cannot fire on ``source``."""
         return any(token in source for token in cls.tokens)
+
+    @classmethod
+    def may_fire_in(cls, survey: Survey) -> bool:
+        """The syntactic prefilter, run on Python's own syntax tree before LibCST parses the file:
+        False means the rule cannot fire there. By default: some call must be able to reach a target."""
+        return not cls.targets or any(survey.qualified_names(call.func) & cls.targets for call in survey.calls())
 
     def report(self, node: cst.CSTNode, message: Optional[str] = None, fix: Optional[Fix] = None) -> None:
         code_range: CodeRange = self.get_metadata(PositionProvider, node)

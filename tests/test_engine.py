@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import stat
 
@@ -14,7 +15,9 @@ from gpulint.import_table import ImportTable
 from gpulint.linter import lint_source
 from gpulint.rule import FileContext, FixAvailability, Rule
 from gpulint.rules import ALL_RULES
+from gpulint.rules.gpu001_torch_load_without_map_location import TorchLoadWithoutMapLocation as GPU001
 from gpulint.source import SourceError, read_source, write_source
+from gpulint.survey import Survey
 
 
 def _codes(source):
@@ -50,24 +53,29 @@ def test_noqa_inside_a_string_does_not_suppress():
     assert _codes('import torch\nx = torch.load("# noqa")\n') == [(2, "GPU001")]
 
 
-def test_import_table_spellings():
-    module = cst.parse_module(
+def test_import_table_qualified_names():
+    tree = ast.parse(
         "import torch as t\nfrom torch import load as tl\nfrom torch import jit\n"
-        "def f():\n    import torch.hub\nfrom torch.serialization import *\n"
+        "def f():\n    import torch.hub\nfrom . import sibling\n"
     )
-    table = ImportTable.from_module(module)
-    spellings = table.spellings(["torch.load", "torch.jit.load", "torch.hub.load_state_dict_from_url", "torch.serialization.load"])
-    assert spellings == {
-        "t.load", "tl", "jit.load", "t.jit.load", "torch.hub.load_state_dict_from_url",
-        "t.hub.load_state_dict_from_url", "t.serialization.load", "torch.load", "torch.jit.load",
-        "torch.serialization.load", "load",
-    }
+    table = ImportTable.from_tree(tree)
+    assert table.qualified_names("t.load") == {"torch.load"}
+    assert table.qualified_names("tl") == {"torch.load"}
+    assert table.qualified_names("jit.load") == {"torch.jit.load"}
+    assert table.qualified_names("torch.hub.load") == {"torch.hub.load"}
+    assert table.qualified_names("sibling.f") == set()
+    star = ImportTable.from_tree(ast.parse("from torch.serialization import *\n"))
+    assert star.qualified_names("load") == {"torch.serialization.load"}
 
 
-def test_import_gate_sees_spellings_across_lines_and_comments():
-    table = ImportTable.from_module(cst.parse_module("import torch\n"))
-    assert table.may_reach(["torch.load"], "x = (torch  # c\n    .load)(p)\n")
-    assert not table.may_reach(["torch.load"], "x = torch.loads(p)\nmytorch.load(p)\n")
+def test_survey_gate_needs_a_call_that_imports_resolve_to_a_target():
+    def fires(source: str) -> bool:
+        return GPU001.may_fire_in(Survey(ast.parse(source), source))
+
+    assert fires("import torch\nx = (torch  # c\n    .load)(p)\n")
+    assert fires("from torch import load as fetch\nfetch(p)\n")
+    assert not fires("import torch\nx = torch.loads(p)\nmytorch.load(p)\n")
+    assert not fires('import torch\n"""Use torch.load(p) here."""\n# torch.load(p)\nf = torch.load\n')
 
 
 def test_edit_between_is_minimal():

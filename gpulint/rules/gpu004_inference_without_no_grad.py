@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Union
 
@@ -12,8 +13,8 @@ from gpulint.analysis.aliases import AliasGroup
 from gpulint.analysis.tensors import dotted_name
 from gpulint.diagnostics import Applicability, Fix
 from gpulint.grad_mode import guarded_function, guarded_with
-from gpulint.import_table import ImportTable
 from gpulint.rule import FixAvailability, Rule
+from gpulint.survey import Survey, argument_values, ast_dotted_name, is_false_constant
 
 Scope = Union[cst.Module, cst.FunctionDef]
 TRAINING_CALLS = frozenset({"backward", "step"})
@@ -44,6 +45,26 @@ class InferenceWithoutNoGrad(Rule):
     tokens = frozenset({"eval", "train"})
 
     METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider, ParentNodeProvider)
+
+    @classmethod
+    def may_fire_in(cls, survey: Survey) -> bool:
+        """Some name put in evaluation mode (anywhere) is called (anywhere)."""
+        in_eval_mode = {
+            ast_dotted_name(call.func.value) for call in survey.method_calls("eval", "train")
+            if (call.func.attr == "eval" and not call.args and not call.keywords)
+            or (call.func.attr == "train" and any(map(is_false_constant, argument_values(call))))
+        }
+        for assign in survey.nodes(ast.Assign):
+            if isinstance(assign.value, ast.Call) and isinstance(assign.value.func, ast.Attribute) and assign.value.func.attr == "eval":
+                in_eval_mode.update(ast_dotted_name(target) for target in assign.targets)
+        in_eval_mode.discard(None)
+        for call in survey.calls():
+            forward = isinstance(call.func, ast.Attribute) and call.func.attr == "forward"
+            if ast_dotted_name(call.func) in in_eval_mode or (
+                forward and ast_dotted_name(call.func.value) in in_eval_mode
+            ):
+                return True
+        return False
 
     def __init__(self, context) -> None:
         super().__init__(context)
@@ -128,8 +149,7 @@ class InferenceWithoutNoGrad(Rule):
         return f"{self._torch_name() or 'torch'}.{function}()"
 
     def _torch_name(self) -> Optional[str]:
-        table = ImportTable.from_module(self.context.module)
-        for local, qualified in sorted(table.bindings.items()):
+        for local, qualified in sorted(self.context.imports.bindings.items()):
             if qualified == {"torch"}:
                 return local
         return None

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import List, Optional, Set
+import ast
+from typing import Iterator, List, Optional, Set, Tuple
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider
@@ -13,6 +14,7 @@ from gpulint.analysis.tensors import dotted_name, is_torch_tensor_function
 from gpulint.diagnostics import Applicability, Fix
 from gpulint.grad_mode import guarded_function, guarded_with
 from gpulint.rule import FixAvailability, Rule
+from gpulint.survey import Survey, argument_values, ast_dotted_name
 
 APPENDING_METHODS = frozenset({"append", "extend", "insert"})
 
@@ -32,6 +34,18 @@ class AccumulatedAutogradHistory(Rule):
     tokens = frozenset({"+", "append", "extend", "insert", "]"})
 
     METADATA_DEPENDENCIES = (PositionProvider, *scope.METADATA_DEPENDENCIES)
+
+    @classmethod
+    def may_fire_in(cls, survey: Survey) -> bool:
+        """Some value added or appended inside a loop is a call that may build a graph, or a name
+        that ``.backward()`` is called on or that is bound to such a call (anywhere in the module)."""
+        producing = _GraphProducingCalls(survey)
+        history_names = {call.func.value.id for call in survey.method_calls("backward") if isinstance(call.func.value, ast.Name)}
+        history_names.update(name for name, value in _name_bindings(survey) if isinstance(value, ast.Call) and producing(value))
+        return any(
+            (isinstance(value, ast.Call) and producing(value)) or (isinstance(value, ast.Name) and value.id in history_names)
+            for value in _accumulated_values(survey)
+        )
 
     def _parent(self, node: cst.CSTNode) -> cst.CSTNode:
         return self.get_metadata(ParentNodeProvider, node)
@@ -149,6 +163,73 @@ class AccumulatedAutogradHistory(Rule):
             return any(name in _names_of(expression) | _called_names(expression)
                        for expression in _backward_inputs(self.context.module, self._names))
         return False
+
+
+class _GraphProducingCalls:
+    """A survey-based superset of :meth:`AccumulatedAutogradHistory._graph_producing`."""
+
+    def __init__(self, survey: Survey) -> None:
+        self.survey = survey
+        self.criteria = {m for m in survey.modules if m.split(".")[-1].lower().endswith(("criterion", "loss_fn"))}
+        self.criteria.update(
+            name for name, value in _name_bindings(survey)
+            if isinstance(value, ast.Call) and any(q.startswith("torch.nn.") and q.endswith("Loss") for q in survey.qualified_names(value.func))
+        )
+
+    def __call__(self, call: ast.Call) -> bool:
+        func = call.func
+        if ast_dotted_name(func) in self.survey.modules | self.criteria:
+            return True
+        if isinstance(func, ast.Attribute) and func.attr == "forward" and ast_dotted_name(func.value) in self.survey.modules:
+            return True
+        return any(
+            q.startswith("torch.nn.functional.") or (is_torch_tensor_function(q) and q.endswith("_loss"))
+            for q in self.survey.qualified_names(func)
+        )
+
+
+def _name_bindings(survey: Survey) -> Iterator[Tuple[str, ast.expr]]:
+    """(name, value) for every plain binding of a name in the module, as the scope analysis reads them."""
+    for assign in survey.nodes(ast.Assign):
+        for target in assign.targets:
+            elements = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+            for element in elements:
+                name = element.value if isinstance(element, ast.Starred) else element
+                if isinstance(name, ast.Name):
+                    yield name.id, assign.value
+    for annotated in survey.nodes(ast.AnnAssign):
+        if isinstance(annotated.target, ast.Name) and annotated.value is not None:
+            yield annotated.target.id, annotated.value
+    for named in survey.nodes(ast.NamedExpr):
+        yield named.target.id, named.value
+
+
+def _accumulated_values(survey: Survey) -> Iterator[ast.expr]:
+    """The values the rule's visitors may check: those added or appended inside a loop."""
+    for augmented in survey.nodes(ast.AugAssign):
+        if isinstance(augmented.op, ast.Add) and survey.in_loop(augmented):
+            yield augmented.value
+    for assign in survey.nodes(ast.Assign):
+        if len(assign.targets) != 1 or not survey.in_loop(assign):
+            continue
+        target, value = assign.targets[0], assign.value
+        if isinstance(target, ast.Subscript) and not _constant_ast_key(target):
+            yield value
+        elif isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add) and ast_dotted_name(target):
+            accumulator = ast_dotted_name(target)
+            yield from (other for own, other in ((value.left, value.right), (value.right, value.left))
+                        if ast_dotted_name(own) == accumulator)
+    for call in survey.method_calls(*APPENDING_METHODS):
+        if survey.in_loop(call):
+            yield from argument_values(call)
+
+
+def _constant_ast_key(target: ast.Subscript) -> bool:
+    """:func:`_constant_key` on Python's own tree."""
+    key = target.slice
+    return isinstance(key, ast.JoinedStr) or (
+        isinstance(key, ast.Constant) and isinstance(key.value, (str, bytes, int, float, complex)) and not isinstance(key.value, bool)
+    )
 
 
 def _constant_key(target: cst.Subscript) -> bool:
