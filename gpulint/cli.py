@@ -17,10 +17,19 @@ from gpulint.report.style import wants_color
 from gpulint.report.summary import summary_line
 from gpulint.rules import ALL_RULES, RULES_BY_CODE
 from gpulint.selection import SelectionLayer
-from gpulint.runner import DEFAULT_TIME_BUDGET, FileError, FileResult, Mode, is_notebook, process_file, process_notebook_text, process_text
+from gpulint.cache import ResultCache
+from gpulint.parallel import Task, default_jobs, process_files
+from gpulint.runner import DEFAULT_TIME_BUDGET, FileError, FileResult, Job, Mode, process_source
 from gpulint.source import SourceError, decode
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+def _positive(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return number
 
 
 def _codes(value: str) -> List[str]:
@@ -50,13 +59,15 @@ def _check_parser() -> argparse.ArgumentParser:
     files.add_argument("--force-exclude", action="store_true", help="apply the exclude settings to files named on the command line too (for pre-commit)")
     files.add_argument("--stdin-filename", metavar="PATH", help="the name to report (and configure) for source read from stdin")
     files.add_argument("--config", type=Path, metavar="FILE", help="read [tool.gpulint] from this file instead of the nearest pyproject.toml")
+    run = parser.add_argument_group("run")
     output = parser.add_argument_group("output")
     output.add_argument("--format", choices=sorted(reporters()), default="text", help="output format (default: text)")
     output.add_argument("--statistics", action="store_true", help="print how often each rule fired instead of the diagnostics")
     output.add_argument("--exit-zero", action="store_true", help="exit 0 even when problems remain")
     output.add_argument("-q", "--quiet", action="store_true", help="print diagnostics only, no summary")
-    output.add_argument("--file-time-budget", type=float, default=DEFAULT_TIME_BUDGET, metavar="SECONDS", help=f"give up on a file after this long, as a per-file error (default: {DEFAULT_TIME_BUDGET:g})")
-    output.add_argument("--no-cache", action="store_true", help="do not read or write the result cache")
+    run.add_argument("--file-time-budget", type=float, default=DEFAULT_TIME_BUDGET, metavar="SECONDS", help=f"give up on a file after this long, as a per-file error (default: {DEFAULT_TIME_BUDGET:g})")
+    run.add_argument("-j", "--jobs", type=_positive, default=default_jobs(), metavar="N", help="check files in N processes (default: all cores)")
+    run.add_argument("--no-cache", action="store_true", help="do not read or write the result cache (cache-dir, default .gpulint_cache/)")
     return parser
 
 
@@ -114,13 +125,8 @@ def _check_stdin(args: argparse.Namespace, overrides: Overrides, mode: Mode) -> 
         result = FileResult(name, error=FileError(name, str(error)))
         output = raw
     else:
-        rules = settings.rules_for(Path(name))
-        if is_notebook(name):
-            result = process_notebook_text(name, text, rules, mode, settings.unsafe_fixes, settings.options, args.file_time_budget)
-            fixed = result.new_file_text
-        else:
-            result = process_text(name, text, rules, mode, settings.unsafe_fixes, settings.options, args.file_time_budget)
-            fixed = result.text
+        result = process_source(name, text, _job(settings, Path(name), mode, args))
+        fixed = result.new_file_text
         output = (fixed if result.error is None and fixed is not None else text).encode(encoding)
     if mode is Mode.FIX:
         sys.stdout.flush()
@@ -129,8 +135,13 @@ def _check_stdin(args: argparse.Namespace, overrides: Overrides, mode: Mode) -> 
     return [result], settings.unsafe_fixes
 
 
+def _job(settings: Settings, path: Path, mode: Mode, args: argparse.Namespace) -> Job:
+    return Job(tuple(settings.rules_for(path)), mode, settings.unsafe_fixes, settings.options, args.file_time_budget)
+
+
 def _check_paths(args: argparse.Namespace, overrides: Overrides, mode: Mode) -> tuple:
-    results: List[FileResult] = []
+    results: List[Optional[FileResult]] = []
+    tasks: List[Task] = []
     seen = set()
     unsafe = False
     settings_by_root: Dict[str, Settings] = {}
@@ -143,15 +154,16 @@ def _check_paths(args: argparse.Namespace, overrides: Overrides, mode: Mode) -> 
         if args.force_exclude and settings.is_excluded(root):
             continue
         unsafe = unsafe or settings.unsafe_fixes
+        cache = None if args.no_cache else ResultCache(settings.cache_dir)
         for path in discover(root, settings):
             key = path.resolve()
             if key in seen:
                 continue
             seen.add(key)
-            results.append(
-                process_file(path, settings.rules_for(path), mode, settings.unsafe_fixes, settings.options, args.file_time_budget)
-            )
-    return results, unsafe
+            results.append(None)
+            tasks.append((path, _job(settings, path, mode, args), cache))
+    processed = iter(process_files(tasks, args.jobs))
+    return [result if result is not None else next(processed) for result in results], unsafe
 
 
 def _check_command(argv: Sequence[str], out: TextIO, err: TextIO) -> int:

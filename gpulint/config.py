@@ -27,7 +27,8 @@ DEFAULT_EXCLUDE: Tuple[str, ...] = (
 _LIST_KEYS = ("select", "ignore", "extend-select", "exclude", "extend-exclude")
 RULE_OPTIONS = {"prefer-inference-mode": bool}
 """Settings that rules read, with their types."""
-KNOWN_KEYS = frozenset({*_LIST_KEYS, "per-file-ignores", "unsafe-fixes", *RULE_OPTIONS})
+KNOWN_KEYS = frozenset({*_LIST_KEYS, "per-file-ignores", "unsafe-fixes", "cache-dir", *RULE_OPTIONS})
+DEFAULT_CACHE_DIR = ".gpulint_cache"
 ALL_CODES = tuple(rule.code for rule in ALL_RULES)
 
 
@@ -47,6 +48,7 @@ class FileConfig:
     per_file_ignores: Mapping[str, Tuple[str, ...]] = field(default_factory=dict)
     unsafe_fixes: Optional[bool] = None
     options: Mapping[str, object] = field(default_factory=dict)
+    cache_dir: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,9 @@ def load_file_config(path: Path) -> FileConfig:
     unsafe_fixes = table.get("unsafe-fixes")
     if unsafe_fixes is not None and not isinstance(unsafe_fixes, bool):
         raise ConfigError(f"{path}: [tool.gpulint] unsafe-fixes must be true or false")
+    cache_dir = table.get("cache-dir")
+    if cache_dir is not None and not isinstance(cache_dir, str):
+        raise ConfigError(f"{path}: [tool.gpulint] cache-dir must be a string")
     options = {}
     for key, kind in RULE_OPTIONS.items():
         if key in table:
@@ -128,6 +133,7 @@ def load_file_config(path: Path) -> FileConfig:
         per_file_ignores=per_file_ignores,
         unsafe_fixes=unsafe_fixes,
         options=options,
+        cache_dir=cache_dir,
     )
 
 
@@ -157,6 +163,8 @@ class Settings:
     source: Optional[Path] = None
     options: Mapping[str, object] = field(default_factory=dict)
     """Rule settings such as ``prefer-inference-mode``."""
+    cache_dir: Path = Path(DEFAULT_CACHE_DIR)
+    """Where results are cached: ``cache-dir`` relative to the configuration root."""
 
     def is_excluded(self, path: Path) -> bool:
         return _matches(self.exclude, path, self.root)
@@ -188,6 +196,7 @@ def resolve_settings(file_config: FileConfig, overrides: Overrides) -> Settings:
         per_file_ignores=per_file,
         source=file_config.source,
         options=dict(file_config.options),
+        cache_dir=file_config.root / (file_config.cache_dir or DEFAULT_CACHE_DIR),
     )
 
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import difflib
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import List, Mapping, Optional, Sequence, Tuple, Type
 
 import libcst as cst
 
+from gpulint.cache import ResultCache
 from gpulint.diagnostics import Diagnostic
 from gpulint.fixer import FixError, applicabilities, fix_text
 from gpulint.linter import lint_source
@@ -33,6 +34,8 @@ class FileError:
     message: str
     line: Optional[int] = None
     column: Optional[int] = None
+    transient: bool = False
+    """An error a rerun might not repeat (a time budget, an internal error): never cached."""
 
     def __str__(self) -> str:
         where = self.path if self.line is None else f"{self.path}:{self.line}:{self.column}"
@@ -72,34 +75,34 @@ def _syntax_error(path: str, text: str, error: cst.ParserSyntaxError) -> FileErr
     return FileError(path, f"cannot parse: {error.message}", error.raw_line, error.raw_column + 1)
 
 
-Options = Optional[Mapping[str, object]]
-
-
 DEFAULT_TIME_BUDGET = 60.0
 """Seconds one file may take before it is given up as a per-file error."""
 
 
-def process_text(
-    path: str,
-    text: str,
-    rules: Sequence[Type[Rule]],
-    mode: Mode,
-    unsafe_fixes: bool,
-    options: Options = None,
-    budget: Optional[float] = DEFAULT_TIME_BUDGET,
-) -> FileResult:
-    """Lint ``text`` and, in FIX and DIFF modes, compute its fixed form, within ``budget`` seconds."""
+@dataclass(frozen=True)
+class Job:
+    """How to process a file: which rules, check, fix or diff, and within what time."""
+
+    rules: Tuple[Type[Rule], ...]
+    mode: Mode = Mode.CHECK
+    unsafe_fixes: bool = False
+    options: Mapping[str, object] = field(default_factory=dict)
+    budget: Optional[float] = DEFAULT_TIME_BUDGET
+
+
+def process_text(path: str, text: str, job: Job) -> FileResult:
+    """Lint ``text`` and, in FIX and DIFF modes, compute its fixed form, within the job's budget."""
     def lint(source: str) -> List[Diagnostic]:
-        return lint_source(source, path, rules, options=options)
+        return lint_source(source, path, job.rules, options=job.options)
 
     try:
-        with time_budget(budget):
-            if mode is Mode.CHECK:
+        with time_budget(job.budget):
+            if job.mode is Mode.CHECK:
                 return FileResult(path, lint(text), text=text)
-            fixed = fix_text(text, lint, applicabilities(unsafe_fixes))
+            fixed = fix_text(text, lint, applicabilities(job.unsafe_fixes))
     except TimeBudgetExceeded:
-        message = f"gave up after {budget:g} s (the per-file time budget, --file-time-budget); nothing written"
-        return FileResult(path, error=FileError(path, message), text=text)
+        message = f"gave up after {job.budget:g} s (the per-file time budget, --file-time-budget); nothing written"
+        return FileResult(path, error=FileError(path, message, transient=True), text=text)
     except cst.ParserSyntaxError as error:
         return FileResult(path, error=_syntax_error(path, text, error), text=text)
     except FixError as error:
@@ -107,33 +110,36 @@ def process_text(
     except RecursionError:
         return FileResult(path, error=FileError(path, "too deeply nested to analyse"), text=text)
     except Exception as error:  # noqa: BLE001 - one file's internal error must not stop the run
-        return FileResult(path, error=FileError(path, f"internal error: {type(error).__name__}: {str(error)[:300]}"), text=text)
-    diff = _unified_diff(path, text, fixed.text) if mode is Mode.DIFF else ""
+        message = f"internal error: {type(error).__name__}: {str(error)[:300]}"
+        return FileResult(path, error=FileError(path, message, transient=True), text=text)
+    diff = _unified_diff(path, text, fixed.text) if job.mode is Mode.DIFF else ""
     return FileResult(path, fixed.remaining, fixed=fixed.applied, diff=diff, text=fixed.text)
 
 
-def process_notebook_text(
-    path: str,
-    text: str,
-    rules: Sequence[Type[Rule]],
-    mode: Mode,
-    unsafe_fixes: bool,
-    options: Options = None,
-    budget: Optional[float] = DEFAULT_TIME_BUDGET,
-) -> FileResult:
+def process_notebook_text(path: str, text: str, job: Job) -> FileResult:
     """Lint (and fix) a notebook's code cells as one program; ``new_file_text`` is the notebook
     with only the changed cells rewritten."""
     try:
         notebook = parse_notebook(text)
     except SourceError as error:
         return FileResult(path, error=FileError(path, str(error)))
-    result = process_text(path, notebook.program, rules, Mode.FIX if mode is Mode.DIFF else mode, unsafe_fixes, options, budget)
+    program_job = replace(job, mode=Mode.FIX) if job.mode is Mode.DIFF else job
+    result = process_text(path, notebook.program, program_job)
     result.notebook = notebook
     if result.error is not None or result.text is None:
         return result
     result.new_file_text = rewrite(notebook, result.text) if result.text != notebook.program else text
-    if mode is Mode.DIFF:
+    if job.mode is Mode.DIFF:
         result.diff = _unified_diff(path, text, result.new_file_text)
+    return result
+
+
+def process_source(path: str, text: str, job: Job) -> FileResult:
+    """A notebook's or a Python file's text, by the name's extension."""
+    if is_notebook(path):
+        return process_notebook_text(path, text, job)
+    result = process_text(path, text, job)
+    result.new_file_text = result.text
     return result
 
 
@@ -147,15 +153,9 @@ def is_notebook(path: str) -> bool:
     return path.endswith(".ipynb")
 
 
-def process_file(
-    path: Path,
-    rules: Sequence[Type[Rule]],
-    mode: Mode,
-    unsafe_fixes: bool,
-    options: Options = None,
-    budget: Optional[float] = DEFAULT_TIME_BUDGET,
-) -> FileResult:
-    """Process a file on disk; in FIX mode, write it back atomically if it changed."""
+def process_file(path: Path, job: Job, cache: Optional[ResultCache] = None) -> FileResult:
+    """Process a file on disk; in FIX mode, write it back atomically if it changed. Checks are
+    answered from ``cache`` where it has the file's content under the same job."""
     display = str(path)
     if path.is_dir():
         return FileResult(display, error=FileError(display, "is a directory, not a Python file"))
@@ -163,12 +163,23 @@ def process_file(
         source: SourceFile = read_source(path)
     except SourceError as error:
         return FileResult(display, error=FileError(display, str(error)))
-    if is_notebook(display):
-        result = process_notebook_text(display, source.text, rules, mode, unsafe_fixes, options, budget)
-    else:
-        result = process_text(display, source.text, rules, mode, unsafe_fixes, options, budget)
-        result.new_file_text = result.text
-    if mode is Mode.FIX and result.error is None and result.new_file_text not in (None, source.text):
+    key = cache.key(display, source.text, job) if cache is not None and job.mode is Mode.CHECK else None
+    cached = cache.load(key) if cache is not None and key is not None else None
+    if cached is not None:
+        diagnostics, error = cached
+        result = FileResult(display, diagnostics, error=error and FileError(display, *error), text=source.text)
+        if is_notebook(display):
+            try:
+                result.notebook = parse_notebook(source.text)
+                result.text = result.notebook.program
+            except SourceError:
+                pass
+        return result
+    result = process_source(display, source.text, job)
+    if cache is not None and key is not None and (result.error is None or not result.error.transient):
+        error_fields = result.error and (result.error.message, result.error.line, result.error.column)
+        cache.store(key, display, result.diagnostics, error_fields)
+    if job.mode is Mode.FIX and result.error is None and result.new_file_text not in (None, source.text):
         try:
             write_source(source, result.new_file_text)
         except SourceError as error:

@@ -1,0 +1,128 @@
+"""The result cache: what checking a file found, keyed by everything the finding depends on.
+
+An entry's key hashes the file's name and content, gpulint's version and the job (rules, unsafe
+fixes, rule options), so any change misses. Entries are JSON files written through a temporary
+file and an atomic rename, so concurrent runs never see half an entry; an entry that does not read
+back exactly (corrupt, truncated, another format) is ignored and rewritten, never trusted. The
+directory carries a ``.gitignore`` so it never shows up in version control.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, List, Optional, Protocol, Sequence, Tuple, Type
+
+from gpulint import __version__
+from gpulint.diagnostics import Applicability, Diagnostic, Edit, Fix, Position
+
+FORMAT = 1
+"""Bumped whenever an entry's layout changes."""
+
+ErrorFields = Tuple[str, Optional[int], Optional[int]]
+"""A cached per-file error: message, line, column."""
+
+
+class CacheableJob(Protocol):
+    rules: Sequence[Type[Any]]
+    unsafe_fixes: bool
+    options: Any
+
+
+def _diagnostic_to_json(diagnostic: Diagnostic) -> dict:
+    fix = diagnostic.fix
+    return {
+        "start": [diagnostic.start.line, diagnostic.start.column],
+        "end": [diagnostic.end.line, diagnostic.end.column],
+        "code": diagnostic.code,
+        "name": diagnostic.name,
+        "message": diagnostic.message,
+        "fix": None if fix is None else {
+            "title": fix.title,
+            "applicability": fix.applicability.value,
+            "edits": [[edit.start, edit.end, edit.content] for edit in fix.edits],
+            "isolation": fix.isolation,
+        },
+    }
+
+
+def _diagnostic_from_json(path: str, entry: dict) -> Diagnostic:
+    fix = entry["fix"]
+    return Diagnostic(
+        path=path,
+        start=Position(*map(int, entry["start"])),
+        end=Position(*map(int, entry["end"])),
+        code=str(entry["code"]),
+        name=str(entry["name"]),
+        message=str(entry["message"]),
+        fix=None if fix is None else Fix(
+            str(fix["title"]),
+            Applicability(fix["applicability"]),
+            tuple(Edit(int(start), int(end), str(content)) for start, end, content in fix["edits"]),
+            fix["isolation"],
+        ),
+    )
+
+
+class ResultCache:
+    """Cached check results under one directory (``cache-dir``)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    @staticmethod
+    def key(path: str, text: str, job: CacheableJob) -> str:
+        settings = json.dumps(
+            [FORMAT, __version__, path, sorted(rule.code for rule in job.rules), job.unsafe_fixes, sorted(dict(job.options).items())]
+        )
+        digest = hashlib.sha256(settings.encode())
+        digest.update(b"\0")
+        digest.update(text.encode("utf-8", "surrogatepass"))
+        return digest.hexdigest()
+
+    def _entry(self, key: str) -> Path:
+        return self.directory / key[:2] / f"{key}.json"
+
+    def load(self, key: str) -> Optional[Tuple[List[Diagnostic], Optional[ErrorFields]]]:
+        """The diagnostics and error stored under ``key``; None on a miss or an unreadable entry."""
+        try:
+            entry = json.loads(self._entry(key).read_text(encoding="utf-8"))
+            if entry["key"] != key or entry["format"] != FORMAT:
+                return None
+            diagnostics = [_diagnostic_from_json(entry["path"], item) for item in entry["diagnostics"]]
+            error = entry["error"]
+            return diagnostics, None if error is None else (str(error[0]), error[1], error[2])
+        except (OSError, ValueError, KeyError, TypeError, IndexError):
+            return None
+
+    def store(self, key: str, path: str, diagnostics: Sequence[Diagnostic], error: Optional[ErrorFields]) -> None:
+        """Write an entry atomically; a cache that cannot be written is silently not used."""
+        entry = {
+            "format": FORMAT,
+            "key": key,
+            "path": path,
+            "diagnostics": [_diagnostic_to_json(d) for d in diagnostics],
+            "error": None if error is None else list(error),
+        }
+        target = self._entry(key)
+        try:
+            self._prepare(target.parent)
+            descriptor, temporary = tempfile.mkstemp(dir=target.parent, prefix=".", suffix=".tmp")
+            try:
+                with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
+                    json.dump(entry, stream)
+                os.replace(temporary, target)
+            except BaseException:
+                os.unlink(temporary)
+                raise
+        except OSError:
+            return
+
+    def _prepare(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        ignore = self.directory / ".gitignore"
+        if not ignore.exists():
+            ignore.write_text("# Created by gpulint: the result cache.\n*\n", encoding="utf-8")
