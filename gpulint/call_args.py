@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from typing import Union
 
 import libcst as cst
@@ -23,6 +24,13 @@ def may_pass_argument(call: cst.Call, keyword: str, position: int) -> bool:
         elif arg.keyword.value == keyword:
             return True
     return positional > position
+
+
+def may_pass_argument_in_tree(call: ast.Call, keyword: str, position: int) -> bool:
+    """:func:`may_pass_argument` on a call of Python's own syntax tree."""
+    if any(isinstance(arg, ast.Starred) for arg in call.args):
+        return True
+    return any(k.arg in (keyword, None) for k in call.keywords) or len(call.args) > position
 
 
 def _line_break_like(whitespace: cst.ParenthesizedWhitespace) -> cst.ParenthesizedWhitespace:

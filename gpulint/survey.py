@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 from collections import defaultdict
 from functools import cached_property
-from typing import DefaultDict, FrozenSet, List, Optional, Set, Tuple, Type, TypeVar
+from typing import DefaultDict, Dict, FrozenSet, List, Optional, Set, Tuple, Type, TypeVar
 
 from gpulint.analysis.tensors import MODULE_METHODS, is_module_constructor
 from gpulint.import_table import ImportTable
@@ -69,19 +69,25 @@ class Survey:
         self.source = source
 
     @cached_property
-    def _walk(self) -> Tuple[DefaultDict[type, List[ast.AST]], Set[int]]:
-        """Nodes by type, and the ids of the nodes inside a loop of their own scope (one walk)."""
+    def _walk(self) -> Tuple[DefaultDict[type, List[ast.AST]], Set[int], Dict[int, ast.AST]]:
+        """In one walk: nodes by type, the ids of the nodes inside a loop of their own scope, and
+        each node's scope (the innermost function, lambda, class or module around it)."""
         by_type: DefaultDict[type, List[ast.AST]] = defaultdict(list)
         in_loop: Set[int] = set()
-        stack = [(self.tree, False)]
+        scope_of: Dict[int, ast.AST] = {}
+        stack: List[Tuple[ast.AST, bool, ast.AST]] = [(self.tree, False, self.tree)]
         while stack:
-            node, inside_loop = stack.pop()
+            node, inside_loop, scope = stack.pop()
             by_type[type(node)].append(node)
+            scope_of[id(node)] = scope
             if inside_loop:
                 in_loop.add(id(node))
-            children_inside = False if isinstance(node, _SCOPES) else inside_loop or isinstance(node, _LOOPS)
-            stack.extend((child, children_inside) for child in ast.iter_child_nodes(node))
-        return by_type, in_loop
+            if isinstance(node, _SCOPES):
+                children = (False, node)
+            else:
+                children = (inside_loop or isinstance(node, _LOOPS), scope)
+            stack.extend((child, *children) for child in ast.iter_child_nodes(node))
+        return by_type, in_loop, scope_of
 
     def nodes(self, node_type: Type[NodeType]) -> List[NodeType]:
         """Every node of exactly ``node_type``."""
@@ -91,6 +97,11 @@ class Survey:
         """Whether ``node`` is part of a ``for`` or ``while`` statement of its own function (or
         class body, or module): no ``def``, ``lambda`` or ``class`` lies between them."""
         return id(node) in self._walk[1]
+
+    def scope_of(self, node: ast.AST) -> ast.AST:
+        """The innermost ``def``, ``lambda`` or ``class`` around ``node`` (the module if none); a
+        scope node's own scope is the one around it."""
+        return self._walk[2][id(node)]
 
     def calls(self) -> List[ast.Call]:
         return self.nodes(ast.Call)

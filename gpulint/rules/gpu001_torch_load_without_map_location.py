@@ -8,10 +8,11 @@ import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
 
 from gpulint import mapping_use
-from gpulint.call_args import append_keyword, may_pass_argument
+from gpulint.call_args import append_keyword, may_pass_argument, may_pass_argument_in_tree
 from gpulint.diagnostics import Applicability, Fix
 from gpulint.mapping_use import MappingUse
 from gpulint.rule import FixAvailability, Rule
+from gpulint.survey import Survey
 
 MAP_LOCATION_SLOT: Dict[str, int] = {
     "torch.load": 1,
@@ -35,6 +36,14 @@ class TorchLoadWithoutMapLocation(Rule):
     targets = frozenset(MAP_LOCATION_SLOT)
 
     METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider, *mapping_use.METADATA_DEPENDENCIES)
+
+    @classmethod
+    def may_fire_in(cls, survey: Survey) -> bool:
+        """Some call that the imports may resolve to a loader passes no ``map_location``."""
+        return any(
+            not may_pass_argument_in_tree(call, "map_location", MAP_LOCATION_SLOT[name])
+            for call in survey.calls() for name in survey.qualified_names(call.func) & cls.targets
+        )
 
     def visit_Call(self, node: cst.Call) -> None:
         names = {q.name for q in self.get_metadata(QualifiedNameProvider, node.func, set())}

@@ -37,15 +37,23 @@ class AccumulatedAutogradHistory(Rule):
 
     @classmethod
     def may_fire_in(cls, survey: Survey) -> bool:
-        """Some value added or appended inside a loop is a call that may build a graph, or a name
-        that ``.backward()`` is called on or that is bound to such a call (anywhere in the module)."""
+        """Some value added or appended inside a loop of a function (or of the module) is a call that
+        may build a graph, or a name that ``.backward()`` is called on or that the same function
+        binds to such a call."""
         producing = _GraphProducingCalls(survey)
-        history_names = {call.func.value.id for call in survey.method_calls("backward") if isinstance(call.func.value, ast.Name)}
-        history_names.update(name for name, value in _name_bindings(survey) if isinstance(value, ast.Call) and producing(value))
-        return any(
-            (isinstance(value, ast.Call) and producing(value)) or (isinstance(value, ast.Name) and value.id in history_names)
-            for value in _accumulated_values(survey)
-        )
+        backward_names = {call.func.value.id for call in survey.method_calls("backward") if isinstance(call.func.value, ast.Name)}
+        history_names = {
+            (name, survey.scope_of(value)) for name, value in _name_bindings(survey) if isinstance(value, ast.Call) and producing(value)
+        }
+        for statement, value in _accumulated_values(survey):
+            scope = survey.scope_of(statement)
+            if not isinstance(scope, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            if isinstance(value, ast.Call) and producing(value):
+                return True
+            if isinstance(value, ast.Name) and (value.id in backward_names or (value.id, scope) in history_names):
+                return True
+        return False
 
     def _parent(self, node: cst.CSTNode) -> cst.CSTNode:
         return self.get_metadata(ParentNodeProvider, node)
@@ -204,24 +212,25 @@ def _name_bindings(survey: Survey) -> Iterator[Tuple[str, ast.expr]]:
         yield named.target.id, named.value
 
 
-def _accumulated_values(survey: Survey) -> Iterator[ast.expr]:
-    """The values the rule's visitors may check: those added or appended inside a loop."""
+def _accumulated_values(survey: Survey) -> Iterator[Tuple[ast.AST, ast.expr]]:
+    """(statement or call, value) for the values the rule's visitors may check: those added or
+    appended inside a loop."""
     for augmented in survey.nodes(ast.AugAssign):
         if isinstance(augmented.op, ast.Add) and survey.in_loop(augmented):
-            yield augmented.value
+            yield augmented, augmented.value
     for assign in survey.nodes(ast.Assign):
         if len(assign.targets) != 1 or not survey.in_loop(assign):
             continue
         target, value = assign.targets[0], assign.value
         if isinstance(target, ast.Subscript) and not _constant_ast_key(target):
-            yield value
+            yield assign, value
         elif isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add) and ast_dotted_name(target):
             accumulator = ast_dotted_name(target)
-            yield from (other for own, other in ((value.left, value.right), (value.right, value.left))
+            yield from ((assign, other) for own, other in ((value.left, value.right), (value.right, value.left))
                         if ast_dotted_name(own) == accumulator)
     for call in survey.method_calls(*APPENDING_METHODS):
         if survey.in_loop(call):
-            yield from argument_values(call)
+            yield from ((call, value) for value in argument_values(call))
 
 
 def _constant_ast_key(target: ast.Subscript) -> bool:
