@@ -13,10 +13,13 @@ every repetition, and reports the median wall time:
 3. gpulint warm (cache filled by an untimed run);
 4. TorchFix on all jobs, from its own virtualenv (it pins an older LibCST): created under
    ``benchmarks/.torchfix-venv`` on first use with ``pip install torchfix``, or ``--torchfix CMD``;
-5. ``flake8 --select GPU`` against bare ``flake8 --select E9``, all jobs.
+5. ``flake8 --select GPU`` against bare ``flake8 --select E9`` (flake8 alone, from a virtualenv
+   of its own under ``benchmarks/.flake8-venv``: flake8 runs every installed plugin whatever
+   ``--select`` says), all jobs.
 
-It also times gpulint cold with one job on a quarter, half and all of the corpus, to show how
-time grows with the number of files. Results are printed and written as JSON (``--output``).
+It also checks that gpulint reports the same findings cold and warm, and times gpulint cold with
+one job on a quarter, half and all of the corpus, to show how time grows with the number of
+files. Results are printed and written as JSON (``--output``).
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from typing import Dict, List, Optional, Sequence
 HERE = Path(__file__).resolve().parent
 PARSE_FLOOR = HERE / "parse_floor.py"
 TORCHFIX_VENV = HERE / ".torchfix-venv"
+FLAKE8_VENV = HERE / ".flake8-venv"
 
 
 def package_root(package: str) -> Optional[Path]:
@@ -90,18 +94,30 @@ def timed(command: Sequence[str], cwd: Path) -> float:
     return elapsed
 
 
+def _venv_tool(venv: Path, tool: str, requirement: str) -> Optional[List[str]]:
+    """``tool`` from a virtualenv of its own, created with ``pip install requirement`` on first use."""
+    bin_dir = venv / ("Scripts" if os.name == "nt" else "bin")
+    if not (bin_dir / tool).exists():
+        print(f"creating {venv.name} (pip install {requirement})...", file=sys.stderr)
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        if subprocess.run([str(bin_dir / "pip"), "install", "-q", requirement]).returncode != 0:
+            print(f"{requirement} could not be installed; it is left out", file=sys.stderr)
+            return None
+    return [str(bin_dir / tool)]
+
+
 def torchfix_command(args: argparse.Namespace) -> Optional[List[str]]:
     if args.torchfix:
         return args.torchfix.split()
-    executable = TORCHFIX_VENV / ("Scripts" if os.name == "nt" else "bin") / "torchfix"
-    if not executable.exists():
-        print("creating the TorchFix virtualenv (pip install torchfix)...", file=sys.stderr)
-        subprocess.run([sys.executable, "-m", "venv", str(TORCHFIX_VENV)], check=True)
-        pip = TORCHFIX_VENV / ("Scripts" if os.name == "nt" else "bin") / "pip"
-        if subprocess.run([str(pip), "install", "-q", "torchfix"]).returncode != 0:
-            print("TorchFix could not be installed; it is left out", file=sys.stderr)
-            return None
-    return [str(executable)]
+    return _venv_tool(TORCHFIX_VENV, "torchfix", "torchfix")
+
+
+def bare_flake8_command() -> Optional[List[str]]:
+    """flake8 without gpulint's plugin (flake8 runs every installed plugin whatever --select says),
+    at the version installed here."""
+    from importlib.metadata import version
+
+    return _venv_tool(FLAKE8_VENV, "flake8", f"flake8=={version('flake8')}")
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -120,6 +136,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     bin_dir = Path(sys.executable).parent
     gpulint, flake8 = str(bin_dir / "gpulint"), str(bin_dir / "flake8")
     torchfix = None if args.no_torchfix else torchfix_command(args)
+    bare_flake8 = bare_flake8_command()
     with tempfile.TemporaryDirectory(prefix="gpulint-speed-") as temporary:
         corpus = Path(temporary) / "corpus"
         files = assemble_corpus(args, corpus)
@@ -132,9 +149,10 @@ def main(argv: Optional[List[str]] = None) -> int:
             "gpulint cold, 1 job": [gpulint, "check", "--no-cache", "--jobs", "1", *quiet, "."],
             f"gpulint cold, {args.jobs} jobs": [gpulint, "check", "--no-cache", "--jobs", str(args.jobs), *quiet, "."],
             f"gpulint warm, {args.jobs} jobs": [gpulint, "check", "--jobs", str(args.jobs), *quiet, "."],
-            f"flake8 --select E9, {args.jobs} jobs": [flake8, "--select", "E9", "--jobs", str(args.jobs), "."],
             f"flake8 --select GPU, {args.jobs} jobs": [flake8, "--select", "GPU", "--jobs", str(args.jobs), "."],
         }
+        if bare_flake8:
+            commands[f"bare flake8 --select E9, {args.jobs} jobs"] = [*bare_flake8, "--select", "E9", "--jobs", str(args.jobs), "."]
         if torchfix:
             commands[f"TorchFix, {args.jobs} jobs"] = [*torchfix, "--jobs", str(args.jobs), "."]
         timed(commands[f"gpulint warm, {args.jobs} jobs"], corpus)
@@ -143,6 +161,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             for name, command in commands.items():
                 samples[name].append(timed(command, corpus))
                 print(f"  [{repetition + 1}/{args.repeat}] {name}: {samples[name][-1]:.2f} s", file=sys.stderr)
+        identical = _output(commands, "--no-cache", args, corpus) == _output(commands, None, args, corpus)
         scaling = []
         ordered = sorted(files, key=lambda p: random.Random(args.seed).random())
         for fraction in (0.25, 0.5, 1.0):
@@ -159,8 +178,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     ratios = {
         "gpulint cold 1 job / parse floor": cold1 / floor,
         f"warm speed-up (cold {args.jobs} jobs / warm)": cold_n / warm,
-        f"flake8 GPU / flake8 E9": medians[f"flake8 --select GPU, {args.jobs} jobs"] / medians[f"flake8 --select E9, {args.jobs} jobs"],
     }
+    if bare_flake8:
+        ratios["flake8 GPU / bare flake8 E9"] = medians[f"flake8 --select GPU, {args.jobs} jobs"] / medians[f"bare flake8 --select E9, {args.jobs} jobs"]
     if torchfix:
         ratios[f"TorchFix / gpulint cold ({args.jobs} jobs each)"] = medians[f"TorchFix, {args.jobs} jobs"] / cold_n
     results = {
@@ -175,6 +195,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             for name, value in medians.items()
         },
         "ratios": {name: round(value, 2) for name, value in ratios.items()},
+        "cold and warm findings identical": identical,
         "scaling (gpulint cold, 1 job)": scaling,
     }
     _print(results)
@@ -182,6 +203,14 @@ def main(argv: Optional[List[str]] = None) -> int:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     return 0
+
+
+def _output(commands: Dict[str, List[str]], cache_flag: Optional[str], args: argparse.Namespace, corpus: Path) -> str:
+    """gpulint's JSON findings on the corpus, with or without the cache."""
+    command = [commands["gpulint cold, 1 job"][0], "check", "--format", "json", "--exit-zero", "--jobs", str(args.jobs), "."]
+    if cache_flag:
+        command.insert(2, cache_flag)
+    return subprocess.run(command, cwd=corpus, capture_output=True, text=True).stdout
 
 
 def _versions() -> Dict[str, str]:
@@ -204,6 +233,7 @@ def _print(results: dict) -> None:
     print("ratios:")
     for name, value in results["ratios"].items():
         print(f"  {name}: {value:.2f}")
+    print(f"cold and warm findings identical: {results['cold and warm findings identical']}")
     print("scaling (gpulint cold, 1 job):")
     for row in results["scaling (gpulint cold, 1 job)"]:
         print(f"  {row['files']:6} files {row['lines']:8} lines {row['seconds']:8.2f} s  {1000 * row['seconds'] / max(row['lines'], 1):.3f} s per 1000 lines")

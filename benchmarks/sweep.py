@@ -2,16 +2,20 @@
 
     python benchmarks/sweep.py                       # torch and transformers, where installed
     python benchmarks/sweep.py --package torch --subpath nn --jobs 2
+    python benchmarks/sweep.py --corpus ~/src/fairseq --compare-prefilter
 
 For every file: checking must not hit an internal error; fixing (unsafe fixes included) must give
 code that parses; fixing again must change nothing. Files are read from the installed package and
-fixed in memory (nothing is written). Prints counts, the files that failed, and the run time.
+fixed in memory (nothing is written). With ``--compare-prefilter``, every file is also checked
+without the prefilters (text tokens, the survey of Python's syntax tree), and the findings must be
+the same. Prints counts, the files that failed, and the run time.
 """
 
 from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import functools
 import importlib.util
 import sys
 import time
@@ -38,7 +42,7 @@ def package_files(package: str, subpath: str = "") -> List[Path]:
     return sorted(root.rglob("*.py"))
 
 
-def sweep_file(path: Path) -> Outcome:
+def sweep_file(path: Path, compare_prefilter: bool = False) -> Outcome:
     try:
         text = read_source(path).text
     except SourceError:
@@ -48,6 +52,8 @@ def sweep_file(path: Path) -> Outcome:
         return str(path), f"crash: {checked.error.message}"
     if checked.error is not None:
         return str(path), None
+    if compare_prefilter and lint_source(text, str(path), ALL_RULES, prefilter=False) != checked.diagnostics:
+        return str(path), "prefilter mismatch: the findings differ without the prefilters"
 
     def lint(source: str):
         return lint_source(source, str(path), ALL_RULES)
@@ -72,21 +78,27 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--package", action="append", help="an installed package to sweep (repeatable)")
     parser.add_argument("--subpath", default="", help="only this folder of each package")
+    parser.add_argument("--corpus", action="append", type=Path, help="a directory of Python code to sweep instead (repeatable)")
     parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--compare-prefilter", action="store_true", help="also check without the prefilters; the findings must be the same")
     args = parser.parse_args(argv)
-    files = [f for package in (args.package or ["torch", "transformers"]) for f in package_files(package, args.subpath)]
+    if args.corpus:
+        files = [f for corpus in args.corpus for f in sorted(corpus.rglob("*.py"))]
+    else:
+        files = [f for package in (args.package or ["torch", "transformers"]) for f in package_files(package, args.subpath)]
     started = time.perf_counter()
     with concurrent.futures.ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        outcomes = list(pool.map(sweep_file, files, chunksize=8))
+        outcomes = list(pool.map(functools.partial(sweep_file, compare_prefilter=args.compare_prefilter), files, chunksize=8))
     elapsed = time.perf_counter() - started
     failures = [(path, problem) for path, problem in outcomes if problem is not None]
     kinds = {kind: sum(1 for _, p in failures if p.startswith(kind)) for kind in
-             ("crash", "unparseable fix", "non-idempotent fix", "fix refused")}
+             ("crash", "unparseable fix", "non-idempotent fix", "fix refused", "prefilter mismatch")}
     for path, problem in failures:
         print(f"{path}: {problem}")
     print(f"files: {len(files)}  crashes: {kinds['crash']}  unparseable fixes: {kinds['unparseable fix']}  "
           f"non-idempotent fixes: {kinds['non-idempotent fix']}  refused fixes: {kinds['fix refused']}  "
-          f"time: {elapsed:.1f} s ({args.jobs} process{'es' if args.jobs > 1 else ''})")
+          + (f"prefilter mismatches: {kinds['prefilter mismatch']}  " if args.compare_prefilter else "")
+          + f"time: {elapsed:.1f} s ({args.jobs} process{'es' if args.jobs > 1 else ''})")
     return 1 if failures else 0
 
 

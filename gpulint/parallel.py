@@ -31,13 +31,23 @@ def _process(task: Task) -> FileResult:
     return result
 
 
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
 def process_files(tasks: Sequence[Task], jobs: int) -> List[FileResult]:
     """Process every task, in ``jobs`` worker processes when there is more than one file; a clean
-    checked file comes back without its text (no report shows it)."""
+    checked file comes back without its text (no report shows it). The largest files go first, so
+    that no worker is left with a big file at the end while the others wait."""
     if jobs <= 1 or len(tasks) <= 1:
         return [_process(task) for task in tasks]
-    workers = min(jobs, len(tasks))
-    chunk = max(1, min(16, len(tasks) // (workers * 8)))
+    order = sorted(range(len(tasks)), key=lambda index: -_size(tasks[index][0]))
+    results: List[Optional[FileResult]] = [None] * len(tasks)
     context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
-    with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        return list(pool.map(_process, tasks, chunksize=chunk))
+    with concurrent.futures.ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=context) as pool:
+        for index, result in zip(order, pool.map(_process, [tasks[index] for index in order])):
+            results[index] = result
+    return results  # type: ignore[return-value]
