@@ -2,7 +2,7 @@
 
     python benchmarks/speed.py                          # a seeded sample of torch + transformers
     python benchmarks/speed.py --corpus ~/src/fairseq   # any directory of real code
-    python benchmarks/speed.py --files 0 --repeat 5     # every file of the packages
+    python benchmarks/speed.py --files 0 --repeat 5     # every file, not a sample of 500
 
 The corpus is copied into a temporary directory (so every tool sees exactly the same files, and
 gpulint's cache lives there). Each measurement runs as a subprocess, alternating tools within
@@ -67,10 +67,11 @@ def assemble_corpus(args: argparse.Namespace, destination: Path) -> List[Path]:
             if root is None:
                 sys.exit(f"speed.py: package {package!r} is not installed")
             sources.update({f"{package}/{p.relative_to(root)}": p for p in sorted(root.rglob("*.py"))})
-        names = sorted(sources)
-        if args.files:
-            names = sorted(random.Random(args.seed).sample(names, min(args.files, len(names))))
-        sources = {name: sources[name] for name in names}
+    names = sorted(sources)
+    if args.files:
+        names = sorted(random.Random(args.seed).sample(names, min(args.files, len(names))))
+    sources = {name: sources[name] for name in names}
+    if not args.corpus:
         fixtures = HERE.parent / "fixtures"
         sources.update({f"fixtures/{p.relative_to(fixtures)}": p for p in sorted(fixtures.rglob("*.py"))})
     for name, path in sources.items():
@@ -124,7 +125,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", help="a directory of Python code (default: installed packages)")
     parser.add_argument("--package", action="append", help="an installed package for the corpus (repeatable; default torch and transformers)")
-    parser.add_argument("--files", type=int, default=600, help="sample this many package files, seeded (0: all; default 600)")
+    parser.add_argument("--files", type=int, default=500, help="sample this many files of the corpus, seeded (0: all; default 500)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeat", type=int, default=3, help="repetitions of each measurement (median reported)")
     parser.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count())
@@ -184,7 +185,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     if torchfix:
         ratios[f"TorchFix / gpulint cold ({args.jobs} jobs each)"] = medians[f"TorchFix, {args.jobs} jobs"] / cold_n
     results = {
-        "corpus": args.corpus or "+".join(args.package or ["torch", "transformers"]) + (f" (sample of {args.files}, seed {args.seed}) + fixtures" if args.files else " + fixtures"),
+        "corpus": (Path(args.corpus).name if args.corpus else "+".join(args.package or ["torch", "transformers"]) + " + fixtures")
+        + (f" (sample of {args.files} files, seed {args.seed})" if args.files else ""),
         "files": len(files),
         "lines": lines,
         "repetitions": args.repeat,

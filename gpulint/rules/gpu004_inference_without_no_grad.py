@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Union
+from typing import Dict, List, Optional, Set, Union
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
@@ -73,6 +73,9 @@ class InferenceWithoutNoGrad(Rule):
         self.guards = 0
         self.calls_by_function: Dict[str, List[bool]] = {}
         """Function or method name -> for each call of it in the module, whether gradients were off."""
+        self.frozen: Set[str] = set()
+        """Models frozen anywhere in the module (``model.requires_grad_(False)``): calling them with
+        inputs that need no gradient builds no graph."""
 
     def _names(self, node: cst.CSTNode) -> set:
         return {q.name for q in self.get_metadata(QualifiedNameProvider, node, set())}
@@ -126,6 +129,8 @@ class InferenceWithoutNoGrad(Rule):
                 facts.mode[receiver] = True
             elif receiver and method == "train":
                 facts.mode[receiver] = bool(node.args) and _is_false(node.args[0].value)
+            elif receiver and method == "requires_grad_" and node.args and _is_false(node.args[0].value):
+                self.frozen.add(receiver)
             elif receiver and method == "forward" and facts.mode.get(receiver) and not self.guards:
                 facts.forward_calls.append(node)
         model = dotted_name(func)
@@ -133,6 +138,7 @@ class InferenceWithoutNoGrad(Rule):
             facts.forward_calls.append(node)
 
     def _report(self, facts: _ScopeFacts) -> None:
+        facts.forward_calls = [call for call in facts.forward_calls if _model(call) not in self.frozen]
         if not facts.forward_calls or facts.needs_gradients:
             return
         if isinstance(facts.node, cst.FunctionDef):
@@ -140,8 +146,7 @@ class InferenceWithoutNoGrad(Rule):
             if calls and all(calls):
                 return
         first = facts.forward_calls[0]
-        func = first.func.value if isinstance(first.func, cst.Attribute) and first.func.attr.value == "forward" else first.func
-        self.report(first, self.message.format(model=dotted_name(func)), self._fix(facts, first))
+        self.report(first, self.message.format(model=_model(first)), self._fix(facts, first))
 
     def _grad_off_call(self) -> str:
         """``torch.no_grad()`` (or ``torch.inference_mode()``), spelled as this file imports torch."""
@@ -249,6 +254,12 @@ def _may_train(function: cst.FunctionDef, facts: _ScopeFacts) -> bool:
 
     function.body.visit(Calls())
     return bool(found)
+
+
+def _model(call: cst.Call) -> Optional[str]:
+    """The model a forward call calls: ``model`` in ``model(x)`` and in ``model.forward(x)``."""
+    func = call.func
+    return dotted_name(func.value if isinstance(func, cst.Attribute) and func.attr.value == "forward" else func)
 
 
 def _is_false(node: cst.BaseExpression) -> bool:

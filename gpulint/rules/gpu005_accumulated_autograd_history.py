@@ -62,8 +62,10 @@ class AccumulatedAutogradHistory(Rule):
         return {q.name for q in self.get_metadata(scope.QualifiedNameProvider, node, set())}
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        """``total += loss``, and ``logs["loss"] += loss`` (whatever the key: ``+=`` accumulates)."""
         if isinstance(node.operator, cst.AddAssign):
-            self._check(node, node.target, node.value)
+            target = node.target.value if isinstance(node.target, cst.Subscript) else node.target
+            self._check(node, target, node.value)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if len(node.targets) != 1:
