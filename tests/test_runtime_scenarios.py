@@ -56,8 +56,8 @@ def test_scenario_modules_import_without_cuda(monkeypatch):
 
 def test_fixes_are_gpulint_output_and_change_each_program(results):
     for scenario in suite.SCENARIOS:
-        diff = results[scenario.file]["fix"]
-        assert diff.startswith("---") and "\n+" in diff, scenario.file
+        diff = results[scenario.name]["fix"]
+        assert diff.startswith("---") and "\n+" in diff, scenario.name
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the GPU test below measures the real effect")
@@ -68,13 +68,13 @@ def test_cpu_proxies(results):
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="CPU proxy")
 def test_gpu_checkpoint_cannot_load_on_a_cpu_until_fixed(results):
-    outcome = results["gpu001_state_dict_load.py"]
+    outcome = results["gpu001_state_dict_load"]
     assert suite.CUDA_LOAD_ERROR in outcome["seen"] and outcome["seen"].endswith("fixed: None")
     assert 'map_location="cpu"' in outcome["fix"]
 
 
 def test_the_collector_is_needed_only_for_the_cycle(results):
-    plain, cycle = results["gpu002_partial_load.py"], results["gpu002_partial_load_cycle.py"]
+    plain, cycle = results["gpu002_partial_load"], results["gpu002_partial_load_cycle"]
     assert "gc.collect()" in plain["fix"] and "gc.collect()" in cycle["fix"]
     assert plain["without_collect"]["loaded_alive"] == 0
     assert cycle["without_collect"]["loaded_alive"] == 1
