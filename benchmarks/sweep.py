@@ -29,6 +29,10 @@ from gpulint.linter import lint_source
 from gpulint.rules import ALL_RULES
 from gpulint.runner import Job, Mode, process_text
 from gpulint.source import SourceError, read_source
+from gpulint.time_budget import TimeBudgetExceeded, time_budget
+
+FIX_BUDGET = 120.0
+"""Seconds fixing one file (twice) may take before the sweep gives it up and counts it."""
 
 Outcome = Tuple[str, Optional[str]]
 """(file, None if all went well, else the kind of failure and its message)."""
@@ -59,7 +63,11 @@ def sweep_file(path: Path, compare_prefilter: bool = False) -> Outcome:
         return lint_source(source, str(path), ALL_RULES)
 
     try:
-        fixed = fix_text(text, lint, applicabilities(True))
+        with time_budget(FIX_BUDGET):
+            fixed = fix_text(text, lint, applicabilities(True))
+            again = fix_text(fixed.text, lint, applicabilities(True))
+    except TimeBudgetExceeded:
+        return str(path), f"over budget: fixing took more than {FIX_BUDGET:g} s"
     except FixError as error:
         return str(path), f"fix refused: {error}"
     except Exception as error:  # noqa: BLE001 - the sweep reports every failure and goes on
@@ -68,7 +76,6 @@ def sweep_file(path: Path, compare_prefilter: bool = False) -> Outcome:
         cst.parse_module(fixed.text)
     except cst.ParserSyntaxError as error:
         return str(path), f"unparseable fix: {error.message}"
-    again = fix_text(fixed.text, lint, applicabilities(True))
     if again.text != fixed.text:
         return str(path), "non-idempotent fix"
     return str(path), None
@@ -92,11 +99,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     elapsed = time.perf_counter() - started
     failures = [(path, problem) for path, problem in outcomes if problem is not None]
     kinds = {kind: sum(1 for _, p in failures if p.startswith(kind)) for kind in
-             ("crash", "unparseable fix", "non-idempotent fix", "fix refused", "prefilter mismatch")}
+             ("crash", "unparseable fix", "non-idempotent fix", "fix refused", "over budget", "prefilter mismatch")}
     for path, problem in failures:
         print(f"{path}: {problem}")
     print(f"files: {len(files)}  crashes: {kinds['crash']}  unparseable fixes: {kinds['unparseable fix']}  "
           f"non-idempotent fixes: {kinds['non-idempotent fix']}  refused fixes: {kinds['fix refused']}  "
+          f"over budget: {kinds['over budget']}  "
           + (f"prefilter mismatches: {kinds['prefilter mismatch']}  " if args.compare_prefilter else "")
           + f"time: {elapsed:.1f} s ({args.jobs} process{'es' if args.jobs > 1 else ''})")
     return 1 if failures else 0
