@@ -193,8 +193,12 @@ def test_fixed_program_runs_and_computes_the_same(name, tmp_path):
 
 
 def test_accumulated_losses_lose_their_graph_only():
+    """The accumulators are returned, so a caller might backpropagate through them: the fixes
+    are unsafe (the program's results, compared above, stay the same)."""
     source = PRELUDE + textwrap.dedent(PROGRAMS["accumulated-losses"])
-    fixed = fix_text(source, lambda text: lint_source(text, "program.py", ALL_RULES), applicabilities(False)).text
+    lint = lambda text: lint_source(text, "program.py", ALL_RULES)  # noqa: E731
+    assert fix_text(source, lint, applicabilities(False)).text == source
+    fixed = fix_text(source, lint, applicabilities(True)).text
     assert "total += loss.detach()" in fixed and "history.append(loss.detach())" in fixed
 
 

@@ -91,14 +91,15 @@ class AccumulatedAutogradHistory(Rule):
         if accumulated is None or loop is None or self._grad_off(statement):
             return
         analysis = analysis_for(self, self.context, statement)
-        if analysis is None or not self._carries_history(value, loop, analysis, statement):
+        if analysis is None or _is_forward(analysis.node) or not self._carries_history(value, loop, analysis, statement):
             return
         if not self._outlives_iteration(accumulated, loop) or self._backpropagated(accumulated, analysis):
             return
         spelled = self.context.module.code_for_node(value)
         message = self.message.format(value=spelled, accumulator=accumulated)
         detached = cst.Call(func=cst.Attribute(value=_parenthesized(value), attr=cst.Name("detach")))
-        fix = self.make_fix(Applicability.SAFE, [self.replacement_edit(value, detached)])
+        safe = _stays_local(accumulated, analysis.node)
+        fix = self.make_fix(Applicability.SAFE if safe else Applicability.UNSAFE, [self.replacement_edit(value, detached)])
         self.report(value, message, fix)
 
     def _enclosing_loop(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
@@ -233,6 +234,27 @@ def _accumulated_values(survey: Survey) -> Iterator[Tuple[ast.AST, ast.expr]]:
     for call in survey.method_calls(*APPENDING_METHODS):
         if survey.in_loop(call):
             yield from ((call, value) for value in argument_values(call))
+
+
+def _is_forward(scope_node: cst.CSTNode) -> bool:
+    """A model's forward pass (``forward``, ``forward_features``...): the outputs it collects are
+    what the caller backpropagates through, not history kept by mistake."""
+    return isinstance(scope_node, cst.FunctionDef) and (
+        scope_node.name.value == "forward" or scope_node.name.value.startswith("forward_")
+    )
+
+
+def _stays_local(accumulated: str, scope_node: cst.CSTNode) -> bool:
+    """Whether nothing outside the function can see the accumulator (a local name, never returned
+    or yielded, not even through a value computed from it): only then can detaching it not change
+    what some caller backpropagates."""
+    if "." in accumulated or not isinstance(scope_node, cst.FunctionDef):
+        return False
+    derived = _computed_from(accumulated, scope_node)
+    return not any(
+        isinstance(node, (cst.Return, cst.Yield)) and node.value is not None and _names_of(node.value) & derived
+        for node in _subexpressions(scope_node.body)
+    )
 
 
 def _constant_ast_key(target: ast.Subscript) -> bool:
