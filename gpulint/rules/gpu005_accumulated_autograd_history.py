@@ -37,9 +37,9 @@ class AccumulatedAutogradHistory(Rule):
 
     @classmethod
     def may_fire_in(cls, survey: Survey) -> bool:
-        """Some value added or appended inside a loop of a function (or of the module) is a call that
-        may build a graph, or a name that ``.backward()`` is called on or that the same function
-        binds to such a call."""
+        """Some value added or appended inside a loop of a function (not a forward pass) or of the
+        module is a call that may build a graph, or a name that ``.backward()`` is called on or
+        that the same function binds to such a call."""
         producing = _GraphProducingCalls(survey)
         backward_names = {call.func.value.id for call in survey.method_calls("backward") if isinstance(call.func.value, ast.Name)}
         history_names = {
@@ -47,6 +47,8 @@ class AccumulatedAutogradHistory(Rule):
         }
         for statement, value in _accumulated_values(survey):
             scope = survey.scope_of(statement)
+            if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and (scope.name == "forward" or scope.name.startswith("forward_")):
+                continue
             if not isinstance(scope, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
             if isinstance(value, ast.Call) and producing(value):
