@@ -11,14 +11,13 @@ from __future__ import annotations
 from typing import Set, Tuple
 
 import libcst as cst
-import libcst.matchers as m
 from libcst import MetadataDependent
 from libcst.metadata import FunctionScope, ParentNodeProvider, ScopeProvider
 
 METADATA_DEPENDENCIES = (ParentNodeProvider, ScopeProvider)
 
 _ITERATION_METHODS = frozenset({"keys", "items", "values"})
-_STRING_KEY = m.SimpleString() | m.ConcatenatedString()
+_STRING_KEY = (cst.SimpleString, cst.ConcatenatedString)
 
 
 def _is_false(expr: cst.BaseExpression) -> bool:
@@ -54,7 +53,7 @@ class MappingUse:
         it belongs to; not with ``assign=True`` (possibly passed positionally or through ``**``),
         which makes the loaded tensors themselves the parameters."""
         call = self._parent(arg)
-        if not (isinstance(call, cst.Call) and m.matches(call.func, m.Attribute(attr=m.Name("load_state_dict")))):
+        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "load_state_dict"):
             return False
         positional = [a for a in call.args if a.keyword is None]
         if any(a.star for a in call.args) or len(positional) > 2:
@@ -67,7 +66,8 @@ class MappingUse:
 
     @staticmethod
     def _is_string_key(subscript: cst.Subscript) -> bool:
-        return len(subscript.slice) == 1 and m.matches(subscript.slice[0].slice, m.Index(value=_STRING_KEY))
+        key = subscript.slice[0].slice if len(subscript.slice) == 1 else None
+        return isinstance(key, cst.Index) and isinstance(key.value, _STRING_KEY)
 
     def _mapping_method_use(self, attribute: cst.Attribute) -> bool:
         call = self._parent(attribute)
@@ -78,7 +78,8 @@ class MappingUse:
             return not call.args
         if method == "get" and call.args:
             key = call.args[0]
-            return m.matches(key, m.Arg(value=_STRING_KEY, keyword=None, star="")) and self.only_as_mapping(call)
+            plain = key.keyword is None and key.star == "" and isinstance(key.value, _STRING_KEY)
+            return plain and self.only_as_mapping(call)
         return False
 
     def _binding_used_as_mapping(self, statement: cst.CSTNode) -> bool:

@@ -8,8 +8,6 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Dict, FrozenSet, List, Mapping, Optional, Sequence
 
 import libcst as cst
-from libcst.codemod import CodemodContext
-from libcst.codemod.visitors import AddImportsVisitor, ImportItem
 from libcst import BatchableCSTVisitor
 from libcst.metadata import CodeRange, PositionProvider
 
@@ -122,6 +120,9 @@ class Rule(BatchableCSTVisitor):
         """The text edit that adds ``import module`` (or ``from module import obj``) if it is missing."""
         if not self.context.round_trips:
             return None
+        from libcst.codemod import CodemodContext  # imported here: it costs more than a warm run
+        from libcst.codemod.visitors import AddImportsVisitor, ImportItem
+
         visitor = AddImportsVisitor(CodemodContext(), [ImportItem(module, obj)])
         return Edit.between(self.context.source, visitor.transform_module(self.context.module).code)
 
