@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
 
 from gpulint.cache import ResultCache
-from gpulint.runner import FileResult, Job, Mode, process_file
+from gpulint.runner import FileResult, Job, Mode, cached_result, process_file
 
 Task = Tuple[Path, Job, Optional[ResultCache]]
 
@@ -23,12 +23,15 @@ def default_jobs() -> int:
         return os.cpu_count() or 1
 
 
-def _process(task: Task) -> FileResult:
-    path, job, cache = task
-    result = process_file(path, job, cache)
+def _clean_of_text(result: FileResult, job: Job) -> FileResult:
     if job.mode is Mode.CHECK and not result.diagnostics and result.error is None:
         result.text = result.new_file_text = None
     return result
+
+
+def _process(task: Task) -> FileResult:
+    path, job, cache = task
+    return _clean_of_text(process_file(path, job, cache), job)
 
 
 def _size(path: Path) -> int:
@@ -39,15 +42,23 @@ def _size(path: Path) -> int:
 
 
 def process_files(tasks: Sequence[Task], jobs: int) -> List[FileResult]:
-    """Process every task, in ``jobs`` worker processes when there is more than one file; a clean
-    checked file comes back without its text (no report shows it). The largest files go first, so
-    that no worker is left with a big file at the end while the others wait."""
-    if jobs <= 1 or len(tasks) <= 1:
-        return [_process(task) for task in tasks]
-    order = sorted(range(len(tasks)), key=lambda index: -_size(tasks[index][0]))
+    """Process every task; a clean checked file comes back without its text (no report shows it).
+
+    Cached results are read here; the rest run in ``jobs`` worker processes when there is more
+    than one, the largest files first, so that no worker is left with a big file at the end
+    while the others wait."""
     results: List[Optional[FileResult]] = [None] * len(tasks)
+    for index, (path, job, cache) in enumerate(tasks):
+        cached = cached_result(path, job, cache)
+        if cached is not None:
+            results[index] = _clean_of_text(cached, job)
+    pending = sorted((i for i, result in enumerate(results) if result is None), key=lambda i: -_size(tasks[i][0]))
+    if jobs <= 1 or len(pending) <= 1:
+        for index in pending:
+            results[index] = _process(tasks[index])
+        return results  # type: ignore[return-value]
     context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
-    with concurrent.futures.ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=context) as pool:
-        for index, result in zip(order, pool.map(_process, [tasks[index] for index in order])):
+    with concurrent.futures.ProcessPoolExecutor(max_workers=min(jobs, len(pending)), mp_context=context) as pool:
+        for index, result in zip(pending, pool.map(_process, [tasks[index] for index in pending])):
             results[index] = result
     return results  # type: ignore[return-value]

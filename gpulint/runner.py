@@ -153,6 +153,33 @@ def is_notebook(path: str) -> bool:
     return path.endswith(".ipynb")
 
 
+def _cached(display: str, source: SourceFile, job: Job, cache: Optional[ResultCache]) -> Optional[FileResult]:
+    if cache is None or job.mode is not Mode.CHECK:
+        return None
+    cached = cache.load(cache.key(display, source.text, job))
+    if cached is None:
+        return None
+    diagnostics, error = cached
+    result = FileResult(display, diagnostics, error=error and FileError(display, *error), text=source.text)
+    if is_notebook(display):
+        try:
+            result.notebook = parse_notebook(source.text)
+            result.text = result.notebook.program
+        except SourceError:
+            pass
+    return result
+
+
+def cached_result(path: Path, job: Job, cache: Optional[ResultCache]) -> Optional[FileResult]:
+    """The cached check of a file, without analysing it; None if it must be processed."""
+    if cache is None or job.mode is not Mode.CHECK or path.is_dir():
+        return None
+    try:
+        return _cached(str(path), read_source(path), job, cache)
+    except SourceError:
+        return None
+
+
 def process_file(path: Path, job: Job, cache: Optional[ResultCache] = None) -> FileResult:
     """Process a file on disk; in FIX mode, write it back atomically if it changed. Checks are
     answered from ``cache`` where it has the file's content under the same job."""
@@ -163,22 +190,13 @@ def process_file(path: Path, job: Job, cache: Optional[ResultCache] = None) -> F
         source: SourceFile = read_source(path)
     except SourceError as error:
         return FileResult(display, error=FileError(display, str(error)))
-    key = cache.key(display, source.text, job) if cache is not None and job.mode is Mode.CHECK else None
-    cached = cache.load(key) if cache is not None and key is not None else None
+    cached = _cached(display, source, job, cache)
     if cached is not None:
-        diagnostics, error = cached
-        result = FileResult(display, diagnostics, error=error and FileError(display, *error), text=source.text)
-        if is_notebook(display):
-            try:
-                result.notebook = parse_notebook(source.text)
-                result.text = result.notebook.program
-            except SourceError:
-                pass
-        return result
+        return cached
     result = process_source(display, source.text, job)
-    if cache is not None and key is not None and (result.error is None or not result.error.transient):
+    if cache is not None and job.mode is Mode.CHECK and (result.error is None or not result.error.transient):
         error_fields = result.error and (result.error.message, result.error.line, result.error.column)
-        cache.store(key, display, result.diagnostics, error_fields)
+        cache.store(cache.key(display, source.text, job), display, result.diagnostics, error_fields)
     if job.mode is Mode.FIX and result.error is None and result.new_file_text not in (None, source.text):
         try:
             write_source(source, result.new_file_text)
