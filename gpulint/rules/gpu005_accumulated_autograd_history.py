@@ -252,11 +252,7 @@ def _stays_local(accumulated: str, scope_node: cst.CSTNode) -> bool:
     what some caller backpropagates."""
     if "." in accumulated or not isinstance(scope_node, cst.FunctionDef):
         return False
-    derived = _computed_from(accumulated, scope_node)
-    return not any(
-        isinstance(node, (cst.Return, cst.Yield)) and node.value is not None and _names_of(node.value) & derived
-        for node in _subexpressions(scope_node.body)
-    )
+    return not _returns_any(scope_node, _computed_from(accumulated, scope_node))
 
 
 def _constant_ast_key(target: ast.Subscript) -> bool:
@@ -322,8 +318,9 @@ def _backward_inputs(scope_node: cst.CSTNode, qualified_names) -> List[cst.CSTNo
 
 
 def _returns_any(function: cst.FunctionDef, names: Set[str]) -> bool:
+    """Whether the function returns or yields a value that mentions one of ``names``."""
     return any(
-        isinstance(node, cst.Return) and node.value is not None and _names_of(node.value) & names
+        isinstance(node, (cst.Return, cst.Yield)) and node.value is not None and _names_of(node.value) & names
         for node in _subexpressions(function.body)
     )
 
