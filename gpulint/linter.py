@@ -1,15 +1,21 @@
-"""Lint one source text: prefilter, parse once, resolve metadata once, run the rules, apply noqa."""
+"""Lint one source text: prefilter, blank what no rule reads, parse once, resolve metadata once,
+run the rules, apply noqa."""
 
 from __future__ import annotations
 
 import ast
+import functools
+import operator
 from typing import List, Mapping, Optional, Sequence, Type
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
+from gpulint.blanking import blank_bodies
 from gpulint.diagnostics import Diagnostic
+from gpulint.import_table import ImportTable
 from gpulint.noqa import filter_suppressed
+from gpulint.reach import Reach
 from gpulint.rule import FileContext, Rule
 from gpulint.source import quiet_compile
 from gpulint.survey import Survey
@@ -40,23 +46,53 @@ def lint_source(
     """Diagnostics of ``rules`` on ``source``; raises ``libcst.ParserSyntaxError`` if it does not parse.
 
     LibCST is paid for only where a rule can fire: rules whose tokens are absent are dropped before
-    parsing, rules that a survey of Python's own syntax tree rules out before the LibCST parse.
-    Where Python's parser rejects the source, LibCST decides, and every remaining rule runs.
-    ``prefilter=False`` runs every rule in full, the reference the prefilters are tested against.
+    parsing, rules that a survey of Python's own syntax tree rules out before the LibCST parse,
+    and the bodies of the functions that no remaining rule reaches are blanked (see
+    :mod:`gpulint.reach`). Where Python's parser rejects the source, LibCST decides, and every
+    remaining rule runs on all of it. ``prefilter=False`` runs every rule on all of the source,
+    the reference the prefilters are tested against.
     """
     candidates = [rule for rule in rules if not prefilter or rule.may_fire(source)]
     if not candidates:
         check_syntax(source)
         return []
-    if prefilter:
-        tree = python_tree(source)
-        if tree is not None:
-            survey = Survey(tree, source)
-            candidates = [rule for rule in candidates if rule.may_fire_in(survey)]
-            if not candidates:
-                return []
-    module = cst.parse_module(source)
-    context = FileContext(path=path, source=source, module=module, options=options or {})
-    MetadataWrapper(module, unsafe_skip_copy=True).visit_batched([rule(context) for rule in candidates])
+    tree = python_tree(source) if prefilter else None
+    if tree is None:
+        return _lint(source, source, path, candidates, options, None)
+    survey = Survey(tree, source)
+    reaches = {rule: rule.reach(survey) for rule in candidates}
+    candidates = [rule for rule in candidates if reaches[rule]]
+    if not candidates:
+        return []
+    reach = functools.reduce(operator.or_, reaches.values())
+    blanked = blank_bodies(source, _unreached_functions(survey, reach, source))
+    if blanked.spans:
+        diagnostics = _lint(blanked.text, source, path, candidates, options, survey.imports)
+        if not any(blanked.touches(edit.start, edit.end) for d in diagnostics if d.fix for edit in d.fix.edits):
+            return diagnostics
+    return _lint(source, source, path, candidates, options, survey.imports)
+
+
+def _unreached_functions(survey: Survey, reach: Reach, source: str) -> List[ast.AST]:
+    """The outermost functions whose bodies no rule reads. None where a function declares a name
+    ``global`` (its body binds names every function may read), nor where ``\\r`` may end a line
+    (LibCST and Python's parser may not count lines the same)."""
+    if reach.whole_module or "\r" in source or survey.nodes(ast.Global):
+        return []
+    return [function for function in survey.functions if function not in reach.functions]
+
+
+def _lint(
+    text: str,
+    source: str,
+    path: str,
+    rules: Sequence[Type[Rule]],
+    options: Optional[Mapping[str, object]],
+    imports: Optional[ImportTable],
+) -> List[Diagnostic]:
+    """Run ``rules`` on ``text`` (``source`` or a blanking of it); ``noqa`` comments are read in ``source``."""
+    module = cst.parse_module(text)
+    context = FileContext(path=path, source=text, module=module, options=options or {}, import_table=imports)
+    MetadataWrapper(module, unsafe_skip_copy=True).visit_batched([rule(context) for rule in rules])
     diagnostics = filter_suppressed(source, context.diagnostics)
     return sorted(diagnostics, key=lambda d: (d.start.line, d.start.column, d.code))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import enum
 import re
 from dataclasses import dataclass, field
@@ -13,6 +14,7 @@ from libcst.metadata import CodeRange, PositionProvider
 
 from gpulint.diagnostics import Applicability, Diagnostic, Edit, Fix, Position
 from gpulint.import_table import ImportTable
+from gpulint.reach import EVERYTHING, Reach
 from gpulint.source import quiet_compile
 from gpulint.survey import Survey
 
@@ -37,18 +39,19 @@ class FileContext:
     """Rule settings from ``[tool.gpulint]`` (``prefer-inference-mode``...)."""
     shared: Dict[str, Any] = field(default_factory=dict)
     """Analyses that several rules use, built once per file by whichever rule asks first."""
+    import_table: Optional[ImportTable] = None
+    """The file's import table, where the caller has it already (read from the whole file)."""
     _round_trips: Optional[bool] = None
-    _imports: Optional[ImportTable] = None
 
     @property
     def imports(self) -> ImportTable:
         """The file's import table (empty where Python's own parser rejects the file)."""
-        if self._imports is None:
+        if self.import_table is None:
             try:
-                self._imports = ImportTable.from_tree(quiet_compile(self.source, self.path))
+                self.import_table = ImportTable.from_tree(quiet_compile(self.source, self.path))
             except (SyntaxError, ValueError, RecursionError, MemoryError):
-                self._imports = ImportTable({}, set())
-        return self._imports
+                self.import_table = ImportTable({}, set())
+        return self.import_table
 
     @property
     def round_trips(self) -> bool:
@@ -89,10 +92,17 @@ class Rule(BatchableCSTVisitor):
         return any(token in source for token in cls.tokens)
 
     @classmethod
-    def may_fire_in(cls, survey: Survey) -> bool:
-        """The syntactic prefilter, run on Python's own syntax tree before LibCST parses the file:
-        False means the rule cannot fire there. By default: some call must be able to reach a target."""
-        return not cls.targets or any(survey.qualified_names(call.func) & cls.targets for call in survey.calls())
+    def candidate_calls(cls, survey: Survey) -> List[ast.Call]:
+        """The calls that the file's imports may resolve to one of the rule's ``targets``."""
+        return [call for call in survey.calls() if survey.qualified_names(call.func) & cls.targets]
+
+    @classmethod
+    def reach(cls, survey: Survey) -> Reach:
+        """What the rule must read of the module (see :mod:`gpulint.reach`), decided on Python's own
+        syntax tree before LibCST parses the file: nothing means it cannot fire there. Every reach
+        over-approximates the rule: blanking what it leaves out never changes its findings.
+        By default: the functions with a candidate call (all of the module for a rule without targets)."""
+        return Reach.of(survey, cls.candidate_calls(survey)) if cls.targets else EVERYTHING
 
     def report(self, node: cst.CSTNode, message: Optional[str] = None, fix: Optional[Fix] = None) -> None:
         code_range: CodeRange = self.get_metadata(PositionProvider, node)

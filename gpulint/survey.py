@@ -20,7 +20,8 @@ from gpulint.import_table import ImportTable
 
 NodeType = TypeVar("NodeType", bound=ast.AST)
 
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_SCOPES = (*_FUNCTIONS, ast.Lambda, ast.ClassDef)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _NAMED_CONSTANTS = {True: "True", False: "False", None: "None"}
 _MOVING_METHODS = frozenset({"cuda", "to", "eval", "train", "half", "float", "bfloat16", "requires_grad_"})
@@ -61,6 +62,17 @@ def is_false_constant(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and node.value is False
 
 
+class _Walk:
+    """What :attr:`Survey._walk` gathers."""
+
+    def __init__(self) -> None:
+        self.by_type: DefaultDict[type, List[ast.AST]] = defaultdict(list)
+        self.in_loop: Set[int] = set()
+        self.scope_of: Dict[int, ast.AST] = {}
+        self.function_of: Dict[int, Optional[ast.AST]] = {}
+        self.functions: List[ast.AST] = []
+
+
 class Survey:
     """Facts about one module's ``ast``, each computed on first use."""
 
@@ -69,39 +81,55 @@ class Survey:
         self.source = source
 
     @cached_property
-    def _walk(self) -> Tuple[DefaultDict[type, List[ast.AST]], Set[int], Dict[int, ast.AST]]:
-        """In one walk: nodes by type, the ids of the nodes inside a loop of their own scope, and
-        each node's scope (the innermost function, lambda, class or module around it)."""
-        by_type: DefaultDict[type, List[ast.AST]] = defaultdict(list)
-        in_loop: Set[int] = set()
-        scope_of: Dict[int, ast.AST] = {}
-        stack: List[Tuple[ast.AST, bool, ast.AST]] = [(self.tree, False, self.tree)]
+    def _walk(self) -> "_Walk":
+        """In one walk: nodes by type, the ids of the nodes inside a loop of their own scope, each
+        node's scope (the innermost function, lambda, class or module around it) and its outermost
+        function."""
+        walk = _Walk()
+        stack: List[Tuple[ast.AST, bool, ast.AST, Optional[ast.AST]]] = [(self.tree, False, self.tree, None)]
         while stack:
-            node, inside_loop, scope = stack.pop()
-            by_type[type(node)].append(node)
-            scope_of[id(node)] = scope
+            node, inside_loop, scope, function = stack.pop()
+            walk.by_type[type(node)].append(node)
+            walk.scope_of[id(node)] = scope
+            walk.function_of[id(node)] = function
             if inside_loop:
-                in_loop.add(id(node))
+                walk.in_loop.add(id(node))
             if isinstance(node, _SCOPES):
                 children = (False, node)
             else:
                 children = (inside_loop or isinstance(node, _LOOPS), scope)
-            stack.extend((child, *children) for child in ast.iter_child_nodes(node))
-        return by_type, in_loop, scope_of
+            if isinstance(node, _FUNCTIONS) and function is None:
+                walk.functions.append(node)
+                body = set(map(id, node.body))
+                stack.extend((child, *children, node if id(child) in body else None) for child in ast.iter_child_nodes(node))
+            else:
+                stack.extend((child, *children, function) for child in ast.iter_child_nodes(node))
+        return walk
 
     def nodes(self, node_type: Type[NodeType]) -> List[NodeType]:
         """Every node of exactly ``node_type``."""
-        return self._walk[0].get(node_type, [])  # type: ignore[return-value]
+        return self._walk.by_type.get(node_type, [])  # type: ignore[return-value]
 
     def in_loop(self, node: ast.AST) -> bool:
         """Whether ``node`` is part of a ``for`` or ``while`` statement of its own function (or
         class body, or module): no ``def``, ``lambda`` or ``class`` lies between them."""
-        return id(node) in self._walk[1]
+        return id(node) in self._walk.in_loop
 
     def scope_of(self, node: ast.AST) -> ast.AST:
         """The innermost ``def``, ``lambda`` or ``class`` around ``node`` (the module if none); a
         scope node's own scope is the one around it."""
-        return self._walk[2][id(node)]
+        return self._walk.scope_of[id(node)]
+
+    def function_of(self, node: ast.AST) -> Optional[ast.AST]:
+        """The outermost ``def`` whose body ``node`` is in; None for module-level code (class bodies,
+        module-level lambdas, and the ``def`` statements themselves with their decorators,
+        defaults and annotations)."""
+        return self._walk.function_of[id(node)]
+
+    @property
+    def functions(self) -> List[ast.AST]:
+        """The outermost functions: every ``def`` with no ``def`` around it (methods included)."""
+        return self._walk.functions
 
     def calls(self) -> List[ast.Call]:
         return self.nodes(ast.Call)
@@ -121,14 +149,30 @@ class Survey:
         return self.imports.qualified_names(dotted) if dotted else frozenset()
 
     @cached_property
-    def modules(self) -> FrozenSet[str]:
-        """A superset of the dotted names ``analysis.tensors.ModuleEvidence`` collects."""
-        found = {ast_dotted_name(call.func.value) for call in self.method_calls(*MODULE_METHODS)}
+    def module_evidence(self) -> Dict[Optional[ast.AST], FrozenSet[str]]:
+        """For each outermost function (None: the module-level code), a superset of the dotted names
+        ``analysis.tensors.ModuleEvidence`` collects from it."""
+        found: DefaultDict[Optional[ast.AST], Set[str]] = defaultdict(set)
+        for call in self.method_calls(*MODULE_METHODS):
+            found[self.function_of(call)].add(ast_dotted_name(call.func.value))  # type: ignore[arg-type]
         for assign in self.nodes(ast.Assign):
             if self._constructs_module(assign.value):
-                found.update(ast_dotted_name(target) for target in assign.targets)
-        found.discard(None)
-        return frozenset(found)  # type: ignore[arg-type]
+                found[self.function_of(assign)].update(map(ast_dotted_name, assign.targets))  # type: ignore[arg-type]
+        return {function: frozenset(names - {None}) for function, names in found.items()}
+
+    @cached_property
+    def modules(self) -> FrozenSet[str]:
+        """A superset of the dotted names ``analysis.tensors.ModuleEvidence`` collects."""
+        return frozenset().union(*self.module_evidence.values())
+
+    @cached_property
+    def dotted_names(self) -> Dict[Optional[ast.AST], FrozenSet[str]]:
+        """For each outermost function (None: the module-level code), every dotted name written in it."""
+        found: DefaultDict[Optional[ast.AST], Set[str]] = defaultdict(set)
+        for node_type in (ast.Name, ast.Attribute, ast.Constant):
+            for node in self.nodes(node_type):
+                found[self.function_of(node)].add(ast_dotted_name(node))  # type: ignore[arg-type]
+        return {function: frozenset(names - {None}) for function, names in found.items()}
 
     def _constructs_module(self, value: ast.expr) -> bool:
         moved = False

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Dict, Optional
+import ast
+from typing import Dict, List, Optional
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
@@ -38,12 +39,13 @@ class TorchLoadWithoutMapLocation(Rule):
     METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider, *mapping_use.METADATA_DEPENDENCIES)
 
     @classmethod
-    def may_fire_in(cls, survey: Survey) -> bool:
-        """Some call that the imports may resolve to a loader passes no ``map_location``."""
-        return any(
-            not may_pass_argument_in_tree(call, "map_location", MAP_LOCATION_SLOT[name])
-            for call in survey.calls() for name in survey.qualified_names(call.func) & cls.targets
-        )
+    def candidate_calls(cls, survey: Survey) -> List[ast.Call]:
+        """Calls that the imports may resolve to a loader and that pass no ``map_location``."""
+        return [
+            call for call in survey.calls()
+            if any(not may_pass_argument_in_tree(call, "map_location", MAP_LOCATION_SLOT[name])
+                   for name in survey.qualified_names(call.func) & cls.targets)
+        ]
 
     def visit_Call(self, node: cst.Call) -> None:
         names = {q.name for q in self.get_metadata(QualifiedNameProvider, node.func, set())}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-
 from typing import List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
@@ -14,6 +13,7 @@ from gpulint.analysis import scope
 from gpulint.analysis.aliases import AliasGroup
 from gpulint.analysis.scope import STORING_METHODS, ScopeAnalysis, analysis_for
 from gpulint.diagnostics import Applicability, Fix
+from gpulint.reach import Reach
 from gpulint.rule import FixAvailability, Rule
 from gpulint.survey import Survey
 
@@ -57,28 +57,32 @@ class WholeModelPickleKeptAlive(Rule):
     METADATA_DEPENDENCIES = (PositionProvider, *scope.METADATA_DEPENDENCIES, *statements.METADATA_DEPENDENCIES)
 
     @classmethod
-    def may_fire_in(cls, survey: Survey) -> bool:
-        """``name = torch.load(...)`` (or an attribute or method of it), where the call's attribute or,
-        lacking one, some attribute of ``name`` anywhere shows a module."""
+    def reach(cls, survey: Survey) -> Reach:
+        """The functions with ``name = torch.load(...)`` (or an attribute or method of it) where the
+        call's attribute or, lacking one, some attribute of ``name`` anywhere shows a module; and
+        those that show the names they use to be modules."""
         shown = {
             attribute.value.id for attribute in survey.nodes(ast.Attribute)
             if isinstance(attribute.value, ast.Name) and _shows_module(attribute.attr)
         }
-        for assign in survey.nodes(ast.Assign):
-            if len(assign.targets) != 1 or not isinstance(assign.targets[0], ast.Name):
-                continue
-            value, attribute = assign.value, None
-            while True:
-                if isinstance(value, ast.Call) and survey.qualified_names(value.func) & cls.targets:
-                    if (_shows_module(attribute.attr) if attribute is not None else assign.targets[0].id in shown):
-                        return True
-                if isinstance(value, ast.Attribute):
-                    value, attribute = value.value, value
-                elif isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
-                    value, attribute = value.func, None
-                else:
-                    break
-        return False
+        loading = [assign for assign in survey.nodes(ast.Assign) if cls._loads_module(survey, assign, shown)]
+        return Reach.of(survey, loading).with_module_evidence(survey)
+
+    @classmethod
+    def _loads_module(cls, survey: Survey, assign: ast.Assign, shown: Set[str]) -> bool:
+        if len(assign.targets) != 1 or not isinstance(assign.targets[0], ast.Name):
+            return False
+        value, attribute = assign.value, None
+        while True:
+            if isinstance(value, ast.Call) and survey.qualified_names(value.func) & cls.targets:
+                if (_shows_module(attribute.attr) if attribute is not None else assign.targets[0].id in shown):
+                    return True
+            if isinstance(value, ast.Attribute):
+                value, attribute = value.value, value
+            elif isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+                value, attribute = value.func, None
+            else:
+                return False
 
     def _parent(self, node: cst.CSTNode) -> cst.CSTNode:
         return self.get_metadata(ParentNodeProvider, node)

@@ -12,7 +12,9 @@ from gpulint.analysis import scope
 from gpulint.analysis.scope import ScopeAnalysis, analysis_for
 from gpulint.analysis.cfg import Step
 from gpulint.diagnostics import Applicability, Fix
+from gpulint.reach import Reach
 from gpulint.rule import FixAvailability, Rule
+from gpulint.survey import Survey
 
 EMPTY_CACHE = frozenset({"torch.cuda.empty_cache", "torch.cuda.memory.empty_cache"})
 
@@ -33,6 +35,11 @@ class EmptyCacheWithLiveReferences(Rule):
     targets = EMPTY_CACHE
 
     METADATA_DEPENDENCIES = (PositionProvider, *scope.METADATA_DEPENDENCIES, *statements.METADATA_DEPENDENCIES)
+
+    @classmethod
+    def reach(cls, survey: Survey) -> Reach:
+        """The functions with a candidate call, and those that show the names they use to be modules."""
+        return super().reach(survey).with_module_evidence(survey)
 
     def visit_Call(self, node: cst.Call) -> None:
         names = {q.name for q in self.get_metadata(QualifiedNameProvider, node.func, set())}

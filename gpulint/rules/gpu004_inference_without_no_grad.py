@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Set, Union
+from functools import partial
+from typing import Dict, List, Optional, Set, Tuple, Union
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
@@ -13,6 +14,7 @@ from gpulint.analysis.aliases import AliasGroup
 from gpulint.analysis.tensors import dotted_name
 from gpulint.diagnostics import Applicability, Fix
 from gpulint.grad_mode import guarded_function, guarded_with
+from gpulint.reach import Reach
 from gpulint.rule import FixAvailability, Rule
 from gpulint.survey import Survey, argument_values, ast_dotted_name, is_false_constant
 
@@ -47,24 +49,23 @@ class InferenceWithoutNoGrad(Rule):
     METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider, ParentNodeProvider)
 
     @classmethod
-    def may_fire_in(cls, survey: Survey) -> bool:
-        """Some name put in evaluation mode (anywhere) is called (anywhere)."""
-        in_eval_mode = {
-            ast_dotted_name(call.func.value) for call in survey.method_calls("eval", "train")
-            if (call.func.attr == "eval" and not call.args and not call.keywords)
-            or (call.func.attr == "train" and any(map(is_false_constant, argument_values(call))))
-        }
+    def reach(cls, survey: Survey) -> Reach:
+        """The functions where a name put in evaluation mode is called by the same function (or
+        its class bodies and lambdas), those that call such a function by name (which tells
+        whether it ever runs with gradients on), and those that freeze a model."""
+        in_eval_mode: Set[Tuple[Optional[str], ast.AST]] = set()
+        for call in survey.method_calls("eval", "train"):
+            if (call.func.attr == "eval" and not call.args and not call.keywords) or (
+                call.func.attr == "train" and any(map(is_false_constant, argument_values(call)))
+            ):
+                in_eval_mode.add((ast_dotted_name(call.func.value), _facts_scope(survey, call)))
         for assign in survey.nodes(ast.Assign):
             if isinstance(assign.value, ast.Call) and isinstance(assign.value.func, ast.Attribute) and assign.value.func.attr == "eval":
-                in_eval_mode.update(ast_dotted_name(target) for target in assign.targets)
-        in_eval_mode.discard(None)
-        for call in survey.calls():
-            forward = isinstance(call.func, ast.Attribute) and call.func.attr == "forward"
-            if ast_dotted_name(call.func) in in_eval_mode or (
-                forward and ast_dotted_name(call.func.value) in in_eval_mode
-            ):
-                return True
-        return False
+                in_eval_mode.update((ast_dotted_name(target), _facts_scope(survey, assign)) for target in assign.targets)
+        inferences = [call for call in survey.calls() if _may_infer(call, in_eval_mode, survey)]
+        functions = {scope.name for scope in map(partial(_facts_scope, survey), inferences) if not isinstance(scope, ast.Module)}
+        callers = [call for call in survey.calls() if _called_name(call) in functions]
+        return Reach.of(survey, inferences).around(survey, [*callers, *survey.method_calls("requires_grad_")])
 
     def __init__(self, context) -> None:
         super().__init__(context)
@@ -288,3 +289,29 @@ def _mentions(node: cst.CSTNode, names: set) -> bool:
 
     node.visit(Find())
     return bool(found)
+
+
+def _facts_scope(survey: Survey, node: ast.AST) -> ast.AST:
+    """The function (or module) whose facts the visitor records ``node`` in: class bodies and
+    lambdas belong to the function around them."""
+    scope = survey.scope_of(node)
+    while isinstance(scope, (ast.Lambda, ast.ClassDef)):
+        scope = survey.scope_of(scope)
+    return scope
+
+
+def _may_infer(call: ast.Call, in_eval_mode: Set[Tuple[Optional[str], ast.AST]], survey: Survey) -> bool:
+    """Whether ``call`` calls (or calls ``forward`` of) a name put in evaluation mode in its scope."""
+    func = call.func
+    receiver = ast_dotted_name(func.value) if isinstance(func, ast.Attribute) and func.attr == "forward" else None
+    scope = _facts_scope(survey, call)
+    return any(name is not None and (name, scope) in in_eval_mode for name in (ast_dotted_name(func), receiver))
+
+
+def _called_name(call: ast.Call) -> Optional[str]:
+    """The name the visitor files ``call`` under in ``calls_by_function``."""
+    if isinstance(call.func, ast.Name):
+        return call.func.id
+    if isinstance(call.func, ast.Attribute):
+        return call.func.attr
+    return None

@@ -13,10 +13,12 @@ from gpulint.analysis.scope import ScopeAnalysis, analysis_for
 from gpulint.analysis.tensors import dotted_name, is_torch_tensor_function
 from gpulint.diagnostics import Applicability, Fix
 from gpulint.grad_mode import guarded_function, guarded_with
+from gpulint.reach import Reach
 from gpulint.rule import FixAvailability, Rule
 from gpulint.survey import Survey, argument_values, ast_dotted_name
 
 APPENDING_METHODS = frozenset({"append", "extend", "insert"})
+AUTOGRAD_ENTRY_POINTS = frozenset({"torch.autograd.grad", "torch.autograd.backward"})
 
 
 class AccumulatedAutogradHistory(Rule):
@@ -36,26 +38,29 @@ class AccumulatedAutogradHistory(Rule):
     METADATA_DEPENDENCIES = (PositionProvider, *scope.METADATA_DEPENDENCIES)
 
     @classmethod
-    def may_fire_in(cls, survey: Survey) -> bool:
-        """Some value added or appended inside a loop of a function (not a forward pass) or of the
-        module is a call that may build a graph, or a name that ``.backward()`` is called on or
-        that the same function binds to such a call."""
+    def reach(cls, survey: Survey) -> Reach:
+        """The functions (not forward passes) where a value added or appended inside a loop is a call
+        that may build a graph, or a name that ``.backward()`` is called on or that the same
+        function binds to such a call; those that show the names they use to be modules; and
+        those with a backward pass (which tells whether a returned accumulator is backpropagated)."""
         producing = _GraphProducingCalls(survey)
         backward_names = {call.func.value.id for call in survey.method_calls("backward") if isinstance(call.func.value, ast.Name)}
         history_names = {
             (name, survey.scope_of(value)) for name, value in _name_bindings(survey) if isinstance(value, ast.Call) and producing(value)
         }
+        accumulating = []
         for statement, value in _accumulated_values(survey):
             scope = survey.scope_of(statement)
             if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and (scope.name == "forward" or scope.name.startswith("forward_")):
                 continue
             if not isinstance(scope, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
-            if isinstance(value, ast.Call) and producing(value):
-                return True
-            if isinstance(value, ast.Name) and (value.id in backward_names or (value.id, scope) in history_names):
-                return True
-        return False
+            if (isinstance(value, ast.Call) and producing(value)) or (
+                isinstance(value, ast.Name) and (value.id in backward_names or (value.id, scope) in history_names)
+            ):
+                accumulating.append(statement)
+        backward_passes = [call for call in survey.calls() if _may_start_backward(call, survey)]
+        return Reach.of(survey, accumulating).with_module_evidence(survey).around(survey, backward_passes)
 
     def _parent(self, node: cst.CSTNode) -> cst.CSTNode:
         return self.get_metadata(ParentNodeProvider, node)
@@ -201,6 +206,13 @@ class _GraphProducingCalls:
         )
 
 
+def _may_start_backward(call: ast.Call, survey: Survey) -> bool:
+    """A survey-based superset of the calls :func:`_backward_inputs` reads."""
+    func = call.func
+    last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return "backward" in last or bool(survey.qualified_names(func) & AUTOGRAD_ENTRY_POINTS)
+
+
 def _name_bindings(survey: Survey) -> Iterator[Tuple[str, ast.expr]]:
     """(name, value) for every plain binding of a name in the module, as the scope analysis reads them."""
     for assign in survey.nodes(ast.Assign):
@@ -312,7 +324,7 @@ def _backward_inputs(scope_node: cst.CSTNode, qualified_names) -> List[cst.CSTNo
         name = dotted_name(node.func) or ""
         if isinstance(node.func, cst.Attribute) and node.func.attr.value == "backward":
             found.append(node.func.value)
-        if "backward" in name.split(".")[-1] or qualified_names(node.func) & {"torch.autograd.grad", "torch.autograd.backward"}:
+        if "backward" in name.split(".")[-1] or qualified_names(node.func) & AUTOGRAD_ENTRY_POINTS:
             found.extend(arg.value for arg in node.args)
     return found
 

@@ -1,0 +1,65 @@
+"""Blanking function bodies: the text a lint reads when its rules need only some of the functions.
+
+A blanked body keeps its place and length: its first statement becomes ``...`` and every other
+character of it, line breaks aside, a space. Every line, column and offset outside the blanked
+bodies is the one of the original, so what LibCST parses, resolves and reports there is too.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from typing import Iterable, List, Tuple
+
+PLACEHOLDER = "..."
+
+
+@dataclass(frozen=True)
+class Blanked:
+    """A source text with some function bodies blanked, and the offsets of what was blanked."""
+
+    text: str
+    spans: Tuple[Tuple[int, int], ...]
+    """``(start, end)`` character offsets of each blanked body."""
+
+    def touches(self, start: int, end: int) -> bool:
+        """Whether the text between two offsets meets a blanked body, edges included."""
+        return any(start <= span_end and span_start <= end for span_start, span_end in self.spans)
+
+
+class _Lines:
+    """Character offsets of ``ast`` positions (1-based lines, columns in UTF-8 bytes)."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.starts = [0, *(match.end() for match in re.finditer("\n", source))]
+
+    def offset(self, line: int, byte_column: int) -> int:
+        start = self.starts[line - 1]
+        end = self.starts[line] if line < len(self.starts) else len(self.source)
+        text = self.source[start:end]
+        column = byte_column if text.isascii() else len(text.encode("utf-8")[:byte_column].decode("utf-8", "replace"))
+        return start + column
+
+
+def blank_bodies(source: str, functions: Iterable[ast.AST]) -> Blanked:
+    """``source`` with the bodies of ``functions`` (``def`` nodes of Python's tree of it) blanked;
+    a body too short to hold the placeholder on its first line is left as it is."""
+    lines = _Lines(source)
+    spans: List[Tuple[int, int]] = []
+    for function in functions:
+        first, last = function.body[0], function.body[-1]  # type: ignore[attr-defined]
+        start = lines.offset(first.lineno, first.col_offset)
+        end = lines.offset(last.end_lineno, last.end_col_offset)
+        if "\n" not in source[start : start + len(PLACEHOLDER)] and end - start >= len(PLACEHOLDER):
+            spans.append((start, end))
+    spans.sort()
+    pieces = []
+    previous = 0
+    for start, end in spans:
+        body = source[start + len(PLACEHOLDER) : end]
+        pieces += [source[previous:start], PLACEHOLDER, "\n".join(" " * len(line) for line in body.split("\n"))]
+        previous = end
+    pieces.append(source[previous:])
+    return Blanked("".join(pieces), tuple(spans))
