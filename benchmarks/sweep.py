@@ -26,7 +26,7 @@ import libcst as cst
 
 from gpulint.fixer import FixError, applicabilities, fix_text
 from gpulint.linter import lint_source
-from gpulint.rules import ALL_RULES
+from gpulint.rules import ALL_CODES, ALL_RULES
 from gpulint.runner import Job, Mode, process_text
 from gpulint.source import SourceError, read_source
 from gpulint.time_budget import TimeBudgetExceeded, time_budget
@@ -51,7 +51,7 @@ def sweep_file(path: Path, compare_prefilter: bool = False) -> Outcome:
         text = read_source(path).text
     except SourceError:
         return str(path), None
-    checked = process_text(str(path), text, Job(tuple(ALL_RULES), Mode.CHECK, True))
+    checked = process_text(str(path), text, Job(ALL_CODES, Mode.CHECK, True))
     if checked.error is not None and "internal error" in checked.error.message:
         return str(path), f"crash: {checked.error.message}"
     if checked.error is not None:

@@ -50,8 +50,11 @@ def blank_bodies(source: str, functions: Iterable[ast.AST]) -> Blanked:
     spans: List[Tuple[int, int]] = []
     for function in functions:
         first, last = function.body[0], function.body[-1]  # type: ignore[attr-defined]
-        start = lines.offset(first.lineno, first.col_offset)
+        decorators = getattr(first, "decorator_list", None)
+        start = lines.offset(decorators[0].lineno if decorators else first.lineno, first.col_offset)
         end = lines.offset(last.end_lineno, last.end_col_offset)
+        if decorators and source[start : start + 1] != "@":
+            continue
         if "\n" not in source[start : start + len(PLACEHOLDER)] and end - start >= len(PLACEHOLDER):
             spans.append((start, end))
     spans.sort()

@@ -14,7 +14,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, List, Optional, Protocol, Sequence, Tuple, Type
+from typing import Any, List, Optional, Protocol, Sequence, Tuple
 
 from gpulint import __version__
 from gpulint.diagnostics import Applicability, Diagnostic, Edit, Fix, Position
@@ -27,7 +27,7 @@ ErrorFields = Tuple[str, Optional[int], Optional[int]]
 
 
 class CacheableJob(Protocol):
-    rules: Sequence[Type[Any]]
+    codes: Sequence[str]
     unsafe_fixes: bool
     options: Any
 
@@ -76,7 +76,7 @@ class ResultCache:
     @staticmethod
     def key(path: str, text: str, job: CacheableJob) -> str:
         settings = json.dumps(
-            [FORMAT, __version__, path, sorted(rule.code for rule in job.rules), job.unsafe_fixes, sorted(dict(job.options).items())]
+            [FORMAT, __version__, path, sorted(job.codes), job.unsafe_fixes, sorted(dict(job.options).items())]
         )
         digest = hashlib.sha256(settings.encode())
         digest.update(b"\0")

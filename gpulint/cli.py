@@ -15,7 +15,7 @@ from gpulint.report import RunReport, reporters
 from gpulint.report.statistics import render as render_statistics
 from gpulint.report.style import wants_color
 from gpulint.report.summary import summary_line
-from gpulint.rules import ALL_RULES, RULES_BY_CODE
+from gpulint import rules
 from gpulint.selection import SelectionLayer
 from gpulint.cache import ResultCache
 from gpulint.parallel import Task, default_jobs, process_files
@@ -81,14 +81,14 @@ def _rule_parser() -> argparse.ArgumentParser:
 def _rule_command(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
     args = _rule_parser().parse_args(argv)
     if args.all:
-        for rule in ALL_RULES:
+        for rule in rules.ALL_RULES:
             out.write(f"{rule.code}\t{rule.name}\tfix: {rule.fix_availability.value}\n")
         return EXIT_CLEAN
     if not args.rule:
         err.write("gpulint rule: error: name a rule (e.g. GPU001) or pass --all\n")
         return EXIT_ERROR
-    by_name = {rule.name: rule for rule in ALL_RULES}
-    rule = RULES_BY_CODE.get(args.rule.upper()) or by_name.get(args.rule)
+    by_name = {rule.name: rule for rule in rules.ALL_RULES}
+    rule = rules.RULES_BY_CODE.get(args.rule.upper()) or by_name.get(args.rule)
     page = read_page(rule.code) if rule else None
     if page is None:
         err.write(f"gpulint rule: error: unknown rule {args.rule!r}; `gpulint rule --all` lists them\n")
@@ -136,7 +136,7 @@ def _check_stdin(args: argparse.Namespace, overrides: Overrides, mode: Mode) -> 
 
 
 def _job(settings: Settings, path: Path, mode: Mode, args: argparse.Namespace) -> Job:
-    return Job(tuple(settings.rules_for(path)), mode, settings.unsafe_fixes, settings.options, args.file_time_budget)
+    return Job(settings.codes_for(path), mode, settings.unsafe_fixes, settings.options, args.file_time_budget)
 
 
 def _check_paths(args: argparse.Namespace, overrides: Overrides, mode: Mode) -> tuple:

@@ -6,10 +6,9 @@ import fnmatch
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple, Type
+from typing import Dict, FrozenSet, Mapping, Optional, Sequence, Tuple
 
-from gpulint.rule import Rule
-from gpulint.rules import ALL_RULES
+from gpulint.rules import ALL_CODES
 from gpulint.selection import SelectionError, SelectionLayer, matching_codes, resolve
 
 if sys.version_info >= (3, 11):
@@ -29,7 +28,6 @@ RULE_OPTIONS = {"prefer-inference-mode": bool}
 """Settings that rules read, with their types."""
 KNOWN_KEYS = frozenset({*_LIST_KEYS, "per-file-ignores", "unsafe-fixes", "cache-dir", *RULE_OPTIONS})
 DEFAULT_CACHE_DIR = ".gpulint_cache"
-ALL_CODES = tuple(rule.code for rule in ALL_RULES)
 
 
 class ConfigError(Exception):
@@ -169,12 +167,13 @@ class Settings:
     def is_excluded(self, path: Path) -> bool:
         return _matches(self.exclude, path, self.root)
 
-    def rules_for(self, path: Path) -> List[Type[Rule]]:
+    def codes_for(self, path: Path) -> Tuple[str, ...]:
+        """The codes of the rules that run on ``path``: those enabled, less its per-file ignores."""
         ignored = set()
         for pattern, codes in self.per_file_ignores.items():
             if _matches([pattern], path, self.root):
                 ignored |= codes
-        return [rule for rule in ALL_RULES if rule.code in self.enabled and rule.code not in ignored]
+        return tuple(code for code in ALL_CODES if code in self.enabled and code not in ignored)
 
 
 def resolve_settings(file_config: FileConfig, overrides: Overrides) -> Settings:

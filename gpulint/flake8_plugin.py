@@ -12,7 +12,7 @@ from gpulint import __version__
 from gpulint.config import ConfigError, Overrides, Settings, settings_for
 from gpulint.linter import lint_source
 from gpulint.rule import Rule
-from gpulint.rules import ALL_RULES
+from gpulint.rules import ALL_CODES, rules_for
 
 
 @functools.lru_cache(maxsize=None)
@@ -27,12 +27,12 @@ def _configuration(filename: str) -> Tuple[List[Type[Rule]], Mapping[str, object
     """The rules ``[tool.gpulint]`` enables for this file (flake8's own selection applies on top),
     and the rule settings."""
     if filename in ("stdin", "-"):
-        return list(ALL_RULES), {}
+        return rules_for(ALL_CODES), {}
     path = Path(filename)
     settings = _settings_for_directory(str(path.resolve().parent))
     if settings is None:
-        return list(ALL_RULES), {}
-    return settings.rules_for(path), settings.options
+        return rules_for(ALL_CODES), {}
+    return rules_for(settings.codes_for(path)), settings.options
 
 
 class GpulintChecker:

@@ -67,8 +67,13 @@ def lint_source(
     reach = functools.reduce(operator.or_, reaches.values())
     blanked = blank_bodies(source, _unreached_functions(survey, reach, source))
     if blanked.spans:
-        diagnostics = _lint(blanked.text, source, path, candidates, options, survey.imports)
-        if not any(blanked.touches(edit.start, edit.end) for d in diagnostics if d.fix for edit in d.fix.edits):
+        try:
+            diagnostics = _lint(blanked.text, source, path, candidates, options, survey.imports)
+        except cst.ParserSyntaxError:
+            diagnostics = None
+        if diagnostics is not None and not any(
+            blanked.touches(edit.start, edit.end) for d in diagnostics if d.fix for edit in d.fix.edits
+        ):
             return diagnostics
     return _lint(source, source, path, candidates, options, survey.imports)
 

@@ -6,18 +6,16 @@ import difflib
 import enum
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import List, Mapping, Optional, Sequence, Tuple, Type
-
-import libcst as cst
+from typing import TYPE_CHECKING, List, Mapping, Optional, Tuple
 
 from gpulint.cache import ResultCache
 from gpulint.diagnostics import Diagnostic
-from gpulint.fixer import FixError, applicabilities, fix_text
-from gpulint.linter import lint_source
 from gpulint.notebook import Notebook, parse_notebook, rewrite
-from gpulint.rule import Rule
 from gpulint.source import SourceError, SourceFile, quiet_compile, read_source, write_source
 from gpulint.time_budget import TimeBudgetExceeded, time_budget
+
+if TYPE_CHECKING:
+    import libcst as cst
 
 
 class Mode(enum.Enum):
@@ -81,9 +79,9 @@ DEFAULT_TIME_BUDGET = 60.0
 
 @dataclass(frozen=True)
 class Job:
-    """How to process a file: which rules, check, fix or diff, and within what time."""
+    """How to process a file: which rules (by code), check, fix or diff, and within what time."""
 
-    rules: Tuple[Type[Rule], ...]
+    codes: Tuple[str, ...]
     mode: Mode = Mode.CHECK
     unsafe_fixes: bool = False
     options: Mapping[str, object] = field(default_factory=dict)
@@ -92,8 +90,14 @@ class Job:
 
 def process_text(path: str, text: str, job: Job) -> FileResult:
     """Lint ``text`` and, in FIX and DIFF modes, compute its fixed form, within the job's budget."""
+    import libcst as cst  # LibCST and the rules load here: a run answered from the cache needs neither
+
+    from gpulint.fixer import FixError, applicabilities, fix_text
+    from gpulint.linter import lint_source
+    from gpulint.rules import rules_for
+
     def lint(source: str) -> List[Diagnostic]:
-        return lint_source(source, path, job.rules, options=job.options)
+        return lint_source(source, path, rules_for(job.codes), options=job.options)
 
     try:
         with time_budget(job.budget):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import textwrap
+from pathlib import Path
 
 import libcst as cst
 import pytest
@@ -19,6 +20,8 @@ from gpulint.blanking import PLACEHOLDER, blank_bodies
 from gpulint.linter import lint_source
 from gpulint.rules import ALL_RULES
 from gpulint.survey import Survey
+
+REAL_FILES = 40
 
 SOURCE = textwrap.dedent('''\
     import torch
@@ -37,6 +40,12 @@ SOURCE = textwrap.dedent('''\
             if True:
                 return 2
 
+    def decorating(fn):
+        @functools.wraps(fn)
+        def wrapper(*args):
+            return fn(*args)
+        return wrapper
+
     def tiny(): 0
 ''')
 
@@ -48,10 +57,11 @@ def _blank(source: str, *names: str):
 
 
 def test_blanking_keeps_every_position_and_parses():
-    blanked = _blank(SOURCE, "blanked", "one_line", "m", "tiny")
+    blanked = _blank(SOURCE, "blanked", "one_line", "m", "decorating", "tiny")
     assert len(blanked.text) == len(SOURCE)
     assert [len(line) for line in blanked.text.split("\n")] == [len(line) for line in SOURCE.split("\n")]
-    assert blanked.text.count(PLACEHOLDER) == 3
+    assert blanked.text.count(PLACEHOLDER) == 4
+    assert "@functools" not in blanked.text
     assert "def tiny(): 0" in blanked.text
     assert "déjà" not in blanked.text.lower() and "é" not in blanked.text
     assert "return torch.load(x)" in blanked.text and "# trailing comment" not in blanked.text
@@ -59,6 +69,18 @@ def test_blanking_keeps_every_position_and_parses():
     assert cst.parse_module(blanked.text).code == blanked.text
     for start, end in blanked.spans:
         assert blanked.text[start : start + 3] == PLACEHOLDER and not blanked.text[start + 3 : end].strip()
+
+
+def test_blanking_every_function_of_real_code_still_parses():
+    torch = pytest.importorskip("torch")
+    files = sorted((Path(torch.__file__).parent / "testing" / "_internal").rglob("*.py"))[:REAL_FILES]
+    assert len(files) == REAL_FILES
+    for path in files:
+        source = path.read_text(encoding="utf-8")
+        blanked = blank_bodies(source, Survey(ast.parse(source), source).functions)
+        assert len(blanked.text) == len(source), path
+        ast.parse(blanked.text)
+        cst.parse_module(blanked.text)
 
 
 def test_blanked_bodies_are_reported_as_touched_edges_included():

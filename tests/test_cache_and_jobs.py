@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 from tests.helpers import FIXTURES, run_gpulint
@@ -38,6 +40,17 @@ def test_a_second_run_is_answered_from_the_cache(tmp_path):
     assert second.stdout.replace("read from the cache", "") != first.stdout.replace("read from the cache", "")
     uncached = run_gpulint(["check", "--format", "json", "--no-cache", "."], cwd=project)
     assert uncached.stdout == first.stdout
+
+
+def test_a_run_answered_from_the_cache_does_not_load_libcst(tmp_path):
+    project = _project(tmp_path)
+    run_gpulint(["check", "."], cwd=project)
+    probe = "import sys\nfrom gpulint.cli import main\nmain(['check', '.'])\nprint('libcst' in sys.modules)\n"
+    warm = subprocess.run([sys.executable, "-c", probe], cwd=project, capture_output=True, text=True, timeout=120)
+    assert warm.stdout.splitlines()[-1] == "False", warm.stderr
+    (project / "train.py").write_text("import torch\nstate = torch.load('a.pt')\n", encoding="utf-8")
+    cold = subprocess.run([sys.executable, "-c", probe], cwd=project, capture_output=True, text=True, timeout=120)
+    assert cold.stdout.splitlines()[-1] == "True", cold.stderr
 
 
 def test_no_cache_writes_nothing(tmp_path):

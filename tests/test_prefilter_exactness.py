@@ -26,7 +26,7 @@ from tests.helpers import FIXTURES
 
 RELEVANT = re.compile(r"empty_cache|memory_cached|\.eval\(\)|map_location|torch\.load|\.backward\(")
 REAL_FILES = 40
-BLANKED_FILES = 20
+BLANKED_FILES = 15
 
 
 def _relevant_torch_files() -> List[Path]:

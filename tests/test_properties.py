@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from gpulint.fixer import applicabilities, fix_text
 from gpulint.linter import lint_source
-from gpulint.rules import ALL_RULES
+from gpulint.rules import ALL_CODES, ALL_RULES
 from gpulint.runner import Job, Mode, process_text
 from tests.helpers import RULE_FIXTURE_FILES
 
@@ -57,7 +57,7 @@ def _check_fixes(source: str) -> None:
 @PROFILE
 @given(hypothesmith.from_grammar())
 def test_checking_generated_programs_never_raises(source):
-    result = process_text("x.py", source, Job(tuple(ALL_RULES), Mode.FIX, True))
+    result = process_text("x.py", source, Job(ALL_CODES, Mode.FIX, True))
     assert result.error is None or "internal error" not in result.error.message
 
 
@@ -77,6 +77,6 @@ def test_fixes_of_spliced_fixtures_parse_and_settle(source, statement, line):
         compile(spliced, "x.py", "exec")
     except SyntaxError:
         return
-    result = process_text("x.py", spliced, Job(tuple(ALL_RULES), Mode.FIX, True))
+    result = process_text("x.py", spliced, Job(ALL_CODES, Mode.FIX, True))
     assert result.error is None, result.error
     _check_fixes(spliced)

@@ -11,7 +11,7 @@ from gpulint.diagnostics import Diagnostic
 from gpulint.pages import PAGES_URL, read_page, sections
 from gpulint.report import RunReport
 from gpulint.report.json_format import LineIndex
-from gpulint.rules import ALL_RULES
+from gpulint import rules
 from gpulint.runner import FileResult
 
 SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -23,7 +23,7 @@ def _uri(path: str) -> str:
 
 def _rules() -> List[dict]:
     entries = []
-    for rule in ALL_RULES:
+    for rule in rules.ALL_RULES:
         page = read_page(rule.code) or ""
         entries.append({
             "id": rule.code,
@@ -44,7 +44,7 @@ def _region(line: int, column: int, end_line: int, end_column: int) -> dict:
 
 def _result(file_result: FileResult, diagnostic: Diagnostic, index: Optional[LineIndex]) -> dict:
     """A SARIF result; in a notebook, lines count within the cell, named in ``properties``."""
-    codes = [rule.code for rule in ALL_RULES]
+    codes = list(rules.ALL_CODES)
     location = {"artifactLocation": {"uri": _uri(diagnostic.path)}}
     cell, line = file_result.locate(diagnostic.start.line)
     _, end_line = file_result.locate(diagnostic.end.line)

@@ -11,7 +11,7 @@ from libcst.metadata import ParentNodeProvider, PositionProvider
 from gpulint.analysis import scope
 from gpulint.analysis.scope import ScopeAnalysis, analysis_for
 from gpulint.analysis.tensors import dotted_name, is_torch_tensor_function
-from gpulint.diagnostics import Applicability, Fix
+from gpulint.diagnostics import Applicability
 from gpulint.grad_mode import guarded_function, guarded_with
 from gpulint.reach import Reach
 from gpulint.rule import FixAvailability, Rule
