@@ -17,7 +17,8 @@ every repetition, and reports the median wall time:
    of its own under ``benchmarks/.flake8-venv``: flake8 runs every installed plugin whatever
    ``--select`` says), all jobs.
 
-It also checks that gpulint reports the same findings cold and warm, and times gpulint cold with
+It also checks that gpulint reports the same findings cold, warm and with ``--no-prefilter``
+(every rule on the whole of every file), and times gpulint cold with
 one job on a quarter, half and all of the corpus, to show how time grows with the number of
 files. Results are printed and written as JSON (``--output``).
 """
@@ -162,7 +163,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             for name, command in commands.items():
                 samples[name].append(timed(command, corpus))
                 print(f"  [{repetition + 1}/{args.repeat}] {name}: {samples[name][-1]:.2f} s", file=sys.stderr)
-        identical = _output(commands, "--no-cache", args, corpus) == _output(commands, None, args, corpus)
+        findings = [_output(commands, flag, args, corpus) for flag in ("--no-cache", None, "--no-prefilter")]
+        identical = findings[0] == findings[1] == findings[2]
         scaling = []
         ordered = sorted(files, key=lambda p: random.Random(args.seed).random())
         for fraction in (0.25, 0.5, 1.0):
@@ -197,7 +199,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             for name, value in medians.items()
         },
         "ratios": {name: round(value, 2) for name, value in ratios.items()},
-        "cold and warm findings identical": identical,
+        "findings identical cold, warm and without prefilters": identical,
         "scaling (gpulint cold, 1 job)": scaling,
     }
     _print(results)
@@ -208,7 +210,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
 def _output(commands: Dict[str, List[str]], cache_flag: Optional[str], args: argparse.Namespace, corpus: Path) -> str:
-    """gpulint's JSON findings on the corpus, with or without the cache."""
+    """gpulint's JSON findings on the corpus, with the cache, without it, or without prefilters."""
     command = [commands["gpulint cold, 1 job"][0], "check", "--format", "json", "--exit-zero", "--jobs", str(args.jobs), "."]
     if cache_flag:
         command.insert(2, cache_flag)
@@ -235,7 +237,7 @@ def _print(results: dict) -> None:
     print("ratios:")
     for name, value in results["ratios"].items():
         print(f"  {name}: {value:.2f}")
-    print(f"cold and warm findings identical: {results['cold and warm findings identical']}")
+    print(f"findings identical cold, warm and without prefilters: {results['findings identical cold, warm and without prefilters']}")
     print("scaling (gpulint cold, 1 job):")
     for row in results["scaling (gpulint cold, 1 job)"]:
         print(f"  {row['files']:6} files {row['lines']:8} lines {row['seconds']:8.2f} s  {1000 * row['seconds'] / max(row['lines'], 1):.3f} s per 1000 lines")

@@ -68,6 +68,11 @@ def _check_parser() -> argparse.ArgumentParser:
     run.add_argument("--file-time-budget", type=float, default=DEFAULT_TIME_BUDGET, metavar="SECONDS", help=f"give up on a file after this long, as a per-file error (default: {DEFAULT_TIME_BUDGET:g})")
     run.add_argument("-j", "--jobs", type=_positive, default=default_jobs(), metavar="N", help="check files in N processes (default: all cores)")
     run.add_argument("--no-cache", action="store_true", help="do not read or write the result cache (cache-dir, default .gpulint_cache/)")
+    run.add_argument(
+        "--no-prefilter", action="store_true",
+        help="run every rule on the whole of every file, without the prefilters that skip what a rule cannot reach "
+        "(slower; the findings are the same, which this lets you check); implies --no-cache",
+    )
     return parser
 
 
@@ -136,7 +141,7 @@ def _check_stdin(args: argparse.Namespace, overrides: Overrides, mode: Mode) -> 
 
 
 def _job(settings: Settings, path: Path, mode: Mode, args: argparse.Namespace) -> Job:
-    return Job(settings.codes_for(path), mode, settings.unsafe_fixes, settings.options, args.file_time_budget)
+    return Job(settings.codes_for(path), mode, settings.unsafe_fixes, settings.options, args.file_time_budget, not args.no_prefilter)
 
 
 def _check_paths(args: argparse.Namespace, overrides: Overrides, mode: Mode) -> tuple:
@@ -154,7 +159,7 @@ def _check_paths(args: argparse.Namespace, overrides: Overrides, mode: Mode) -> 
         if args.force_exclude and settings.is_excluded(root):
             continue
         unsafe = unsafe or settings.unsafe_fixes
-        cache = None if args.no_cache else ResultCache(settings.cache_dir)
+        cache = None if args.no_cache or args.no_prefilter else ResultCache(settings.cache_dir)
         for path in discover(root, settings):
             key = path.resolve()
             if key in seen:

@@ -86,6 +86,8 @@ class Job:
     unsafe_fixes: bool = False
     options: Mapping[str, object] = field(default_factory=dict)
     budget: Optional[float] = DEFAULT_TIME_BUDGET
+    prefilter: bool = True
+    """Whether rules may skip what they cannot reach (see ``linter.lint_source``); never changes a finding."""
 
 
 def process_text(path: str, text: str, job: Job) -> FileResult:
@@ -97,7 +99,7 @@ def process_text(path: str, text: str, job: Job) -> FileResult:
     from gpulint.rules import rules_for
 
     def lint(source: str) -> List[Diagnostic]:
-        return lint_source(source, path, rules_for(job.codes), options=job.options)
+        return lint_source(source, path, rules_for(job.codes), prefilter=job.prefilter, options=job.options)
 
     try:
         with time_budget(job.budget):

@@ -53,6 +53,15 @@ def test_a_run_answered_from_the_cache_does_not_load_libcst(tmp_path):
     assert cold.stdout.splitlines()[-1] == "True", cold.stderr
 
 
+def test_no_prefilter_finds_the_same_and_caches_nothing(tmp_path):
+    project = _project(tmp_path)
+    filtered = run_gpulint(["check", "--format", "json", "--no-cache", "."], cwd=project)
+    unfiltered = run_gpulint(["check", "--format", "json", "--no-prefilter", "."], cwd=project)
+    assert json.loads(unfiltered.stdout) and unfiltered.stdout == filtered.stdout
+    assert unfiltered.returncode == filtered.returncode == 1
+    assert not (project / ".gpulint_cache").exists()
+
+
 def test_no_cache_writes_nothing(tmp_path):
     project = _project(tmp_path)
     run_gpulint(["check", "--no-cache", "."], cwd=project)
