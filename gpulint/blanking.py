@@ -8,9 +8,10 @@ bodies is the one of the original, so what LibCST parses, resolves and reports t
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass
 from typing import Iterable, List, Tuple
+
+from gpulint.line_index import LineIndex
 
 PLACEHOLDER = "..."
 
@@ -28,31 +29,16 @@ class Blanked:
         return any(start <= span_end and span_start <= end for span_start, span_end in self.spans)
 
 
-class _Lines:
-    """Character offsets of ``ast`` positions (1-based lines, columns in UTF-8 bytes)."""
-
-    def __init__(self, source: str) -> None:
-        self.source = source
-        self.starts = [0, *(match.end() for match in re.finditer("\n", source))]
-
-    def offset(self, line: int, byte_column: int) -> int:
-        start = self.starts[line - 1]
-        end = self.starts[line] if line < len(self.starts) else len(self.source)
-        text = self.source[start:end]
-        column = byte_column if text.isascii() else len(text.encode("utf-8")[:byte_column].decode("utf-8", "replace"))
-        return start + column
-
-
 def blank_bodies(source: str, functions: Iterable[ast.AST]) -> Blanked:
     """``source`` with the bodies of ``functions`` (``def`` nodes of Python's tree of it) blanked;
     a body too short to hold the placeholder on its first line is left as it is."""
-    lines = _Lines(source)
+    lines = LineIndex(source)
     spans: List[Tuple[int, int]] = []
     for function in functions:
         first, last = function.body[0], function.body[-1]  # type: ignore[attr-defined]
         decorators = getattr(first, "decorator_list", None)
-        start = lines.offset(decorators[0].lineno if decorators else first.lineno, first.col_offset)
-        end = lines.offset(last.end_lineno, last.end_col_offset)
+        start = lines.offset_of_ast(decorators[0].lineno if decorators else first.lineno, first.col_offset)
+        end = lines.offset_of_ast(last.end_lineno, last.end_col_offset)
         if decorators and source[start : start + 1] != "@":
             continue
         if "\n" not in source[start : start + len(PLACEHOLDER)] and end - start >= len(PLACEHOLDER):

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, TextIO
 
-from gpulint import __version__
+from gpulint import __version__, rules
 from gpulint.config import ConfigError, Overrides, Settings, settings_for
 from gpulint.discovery import discover
 from gpulint.pages import read_page
@@ -15,7 +15,6 @@ from gpulint.report import RunReport, reporters
 from gpulint.report.statistics import render as render_statistics
 from gpulint.report.style import wants_color
 from gpulint.report.summary import summary_line
-from gpulint import rules
 from gpulint.selection import SelectionLayer
 from gpulint.cache import ResultCache
 from gpulint.parallel import Task, default_jobs, process_files

@@ -2,27 +2,13 @@
 
 from __future__ import annotations
 
-import bisect
 import json
 from typing import List, Optional, TextIO
 
 from gpulint.diagnostics import Diagnostic, Edit
+from gpulint.line_index import LineIndex
 from gpulint.report import RunReport
 from gpulint.runner import FileResult
-
-
-class LineIndex:
-    """Converts 0-based character offsets into 1-based lines and columns."""
-
-    def __init__(self, text: str) -> None:
-        self.starts = [0]
-        for index, char in enumerate(text):
-            if char == "\n":
-                self.starts.append(index + 1)
-
-    def position(self, offset: int) -> tuple:
-        line = bisect.bisect_right(self.starts, offset)
-        return line, offset - self.starts[line - 1] + 1
 
 
 def _edit(result: FileResult, index: LineIndex, edit: Edit) -> dict:

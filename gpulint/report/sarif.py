@@ -6,12 +6,11 @@ import json
 from pathlib import PurePath
 from typing import List, Optional, TextIO
 
-from gpulint import __version__
+from gpulint import __version__, rules
 from gpulint.diagnostics import Diagnostic
+from gpulint.line_index import LineIndex
 from gpulint.pages import PAGES_URL, read_page, sections
 from gpulint.report import RunReport
-from gpulint.report.json_format import LineIndex
-from gpulint import rules
 from gpulint.runner import FileResult
 
 SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"

@@ -42,6 +42,7 @@ def rule_for(code: str) -> Type["Rule"]:
 
 
 def rules_for(codes: Tuple[str, ...]) -> List[Type["Rule"]]:
+    """The rule classes with these codes, in the same order."""
     return [rule_for(code) for code in codes]
 
 
