@@ -1,0 +1,271 @@
+"""Precision in the wild: run gpulint over real user repositories and score every finding.
+
+    python benchmarks/wild.py --src DIR                   # score against benchmarks/wild/verdicts.tsv
+    python benchmarks/wild.py --src DIR --unjudged new.tsv   # also write rows to judge for new findings
+    python benchmarks/wild.py --src DIR --results benchmarks/results/wild.json
+
+DIR holds one folder per repository of ``benchmarks/wild/manifest.tsv``, named ``owner__name`` and
+checked out at the pinned commit (``benchmarks/wild/README.md`` says how). Each folder is checked
+the way a user would check it, with the console script run inside it (``gpulint check .``, unsafe
+fixes shown). Every finding is looked up in the verdict file by repository, path, notebook cell,
+line and rule. Per rule the script prints the findings, how they were judged (TP, TRIVIAL, FP),
+precision = TP / (TP + TRIVIAL + FP), the known-TP recall (judged TPs and MISS rows that are still
+reported), the findings not yet judged, and every offered fix that the verdicts say must not be
+offered: a *safe* fix at a site where the fix changes behaviour, or any fix at a site where it is
+wrong. ``--results`` writes the figures only when every finding is judged.
+
+Exit status: 0 when every finding is judged and no fix breaks a verdict, 1 otherwise, 2 on bad
+input (a missing checkout, a malformed verdict row).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import subprocess
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+MANIFEST = HERE / "wild" / "manifest.tsv"
+VERDICTS = HERE / "wild" / "verdicts.tsv"
+
+VERDICT_COLUMNS = ["repo", "path", "line", "cell", "rule", "verdict", "fix", "cause"]
+JUDGED = ("TP", "TRIVIAL", "FP")
+VERDICTS_ALLOWED = frozenset(JUDGED + ("MISS",))
+FIX_JUDGEMENTS = frozenset({"same", "changes", "wrong", "-"})
+"""What the rule's fix would do at the site: keep behaviour (``same``), change it in a way the user
+must review (``changes``: unsafe at best), or break the program (``wrong``: cut gradients training
+needs, change results; no fix may be offered); ``-`` where no fix is in question (MISS rows)."""
+
+Key = Tuple[str, str, str, int, str]
+"""(repository, path inside it, notebook cell or "", line, rule)."""
+
+
+class InputError(Exception):
+    """A missing checkout or a malformed manifest or verdict file."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    repo: str
+    path: str
+    cell: str
+    line: int
+    column: int
+    rule: str
+    message: str
+    fix: Optional[str]
+    """Applicability of the offered fix (``safe``, ``unsafe``, ``display-only``) or None."""
+
+    @property
+    def key(self) -> Key:
+        return (self.repo, self.path, self.cell, self.line, self.rule)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    repo: str
+    path: str
+    cell: str
+    line: int
+    rule: str
+    verdict: str
+    fix: str
+    cause: str
+
+    @property
+    def key(self) -> Key:
+        return (self.repo, self.path, self.cell, self.line, self.rule)
+
+
+def read_manifest(path: Path = MANIFEST) -> List[Dict[str, str]]:
+    with path.open(newline="", encoding="utf-8") as stream:
+        rows = list(csv.DictReader(stream, delimiter="\t"))
+    if not rows or "repo" not in rows[0] or "commit" not in rows[0]:
+        raise InputError(f"{path}: expected a TSV with at least the columns repo and commit")
+    return rows
+
+
+def checkout_folder(src: Path, repo: str) -> Path:
+    return src / repo.replace("/", "__")
+
+
+def read_verdicts(path: Path = VERDICTS) -> List[Verdict]:
+    verdicts: List[Verdict] = []
+    seen: Dict[Key, int] = {}
+    with path.open(newline="", encoding="utf-8") as stream:
+        reader = csv.reader(stream, delimiter="\t")
+        header = next(reader, None)
+        if header != VERDICT_COLUMNS:
+            raise InputError(f"{path}: the header must be {' '.join(VERDICT_COLUMNS)}")
+        for number, row in enumerate(reader, start=2):
+            if not row:
+                continue
+            if len(row) != len(VERDICT_COLUMNS):
+                raise InputError(f"{path}:{number}: expected {len(VERDICT_COLUMNS)} columns, got {len(row)}")
+            repo, file, line, cell, rule, verdict, fix, cause = (value.strip() for value in row)
+            if verdict not in VERDICTS_ALLOWED:
+                raise InputError(f"{path}:{number}: verdict {verdict!r} is not one of {sorted(VERDICTS_ALLOWED)}")
+            if fix not in FIX_JUDGEMENTS:
+                raise InputError(f"{path}:{number}: fix {fix!r} is not one of {sorted(FIX_JUDGEMENTS)}")
+            if not cause or not line.isdigit():
+                raise InputError(f"{path}:{number}: every row needs a line number and a cause")
+            entry = Verdict(repo, file, "" if cell in ("", "-") else cell, int(line), rule, verdict, fix, cause)
+            if entry.key in seen:
+                raise InputError(f"{path}:{number}: the same finding is judged on line {seen[entry.key]}")
+            seen[entry.key] = number
+            verdicts.append(entry)
+    return verdicts
+
+
+def run_gpulint(folder: Path, repo: str, jobs: Optional[int]) -> Tuple[List[Finding], List[str]]:
+    """The console script's findings in one checkout, and the lines it wrote about files it skipped."""
+    command = [sys.executable, "-m", "gpulint", "check", ".", "--format", "json", "--exit-zero", "--no-cache", "--unsafe-fixes", "-q"]
+    if jobs is not None:
+        command += ["--jobs", str(jobs)]
+    completed = subprocess.run(command, cwd=folder, capture_output=True, text=True)
+    # Exit 2 with a JSON report means some files could not be read or parsed: they are listed, not fatal.
+    if completed.returncode not in (0, 2) or not completed.stdout.startswith("["):
+        raise InputError(f"gpulint failed in {folder} (exit {completed.returncode}):\n{completed.stderr}")
+    findings = [
+        Finding(
+            repo=repo,
+            path=item["path"],
+            cell="" if item["cell"] is None else str(item["cell"]),
+            line=item["line"],
+            column=item["column"],
+            rule=item["code"],
+            message=item["message"],
+            fix=item["fix"]["applicability"] if item["fix"] else None,
+        )
+        for item in json.loads(completed.stdout)
+    ]
+    return findings, [line for line in completed.stderr.splitlines() if line.strip()]
+
+
+def ratio(numerator: int, denominator: int) -> Optional[float]:
+    return round(numerator / denominator, 3) if denominator else None
+
+
+def score(findings: Sequence[Finding], verdicts: Sequence[Verdict]) -> dict:
+    """Per-rule counts, precision and known-TP recall, the unjudged findings and the fix violations."""
+    by_key = {v.key: v for v in verdicts}
+    reported = {f.key for f in findings}
+    rules = sorted({f.rule for f in findings} | {v.rule for v in verdicts})
+    per_rule: Dict[str, dict] = {}
+    unjudged: List[Finding] = []
+    violations: List[dict] = []
+    for finding in findings:
+        verdict = by_key.get(finding.key)
+        if verdict is None or verdict.verdict == "MISS":
+            unjudged.append(finding)
+            continue
+        if finding.fix is not None and (verdict.fix == "wrong" or (finding.fix == "safe" and verdict.fix == "changes")):
+            violations.append({**_where(finding), "offered": finding.fix, "judged": verdict.fix, "cause": verdict.cause})
+    for rule in rules:
+        mine = [f for f in findings if f.rule == rule]
+        counts = Counter(by_key[f.key].verdict for f in mine if f.key in by_key and by_key[f.key].verdict != "MISS")
+        known = [v for v in verdicts if v.rule == rule and v.verdict in ("TP", "MISS")]
+        judged = sum(counts[v] for v in JUDGED)
+        per_rule[rule] = {
+            "findings": len(mine),
+            **{v: counts[v] for v in JUDGED},
+            "unjudged": len(mine) - judged,
+            "precision": ratio(counts["TP"], judged),
+            "known_tp": len(known),
+            "known_tp_reported": sum(v.key in reported for v in known),
+            "known_tp_recall": ratio(sum(v.key in reported for v in known), len(known)),
+            "fixes": dict(sorted(Counter(f.fix or "none" for f in mine).items())),
+            "judged_no_longer_reported": sum(
+                1 for v in verdicts if v.rule == rule and v.verdict in JUDGED and v.key not in reported
+            ),
+        }
+    return {"rules": per_rule, "unjudged": unjudged, "violations": violations}
+
+
+def _where(finding: Finding) -> dict:
+    return {"repo": finding.repo, "path": finding.path, "cell": finding.cell, "line": finding.line, "rule": finding.rule}
+
+
+def print_table(per_rule: Dict[str, dict], stream=sys.stdout) -> None:
+    header = ["rule", "findings", "TP", "TRIVIAL", "FP", "unjudged", "precision", "known-TP recall", "fixes offered"]
+    rows = [header]
+    for rule, s in per_rule.items():
+        fixes = ", ".join(f"{k} {v}" for k, v in s["fixes"].items())
+        recall = f"{s['known_tp_recall']} ({s['known_tp_reported']}/{s['known_tp']})" if s["known_tp"] else "-"
+        rows.append([rule, s["findings"], s["TP"], s["TRIVIAL"], s["FP"], s["unjudged"], s["precision"] if s["precision"] is not None else "-", recall, fixes])
+    widths = [max(len(str(row[i])) for row in rows) for i in range(len(header))]
+    for row in rows:
+        stream.write("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip() + "\n")
+
+
+def write_unjudged(path: Path, unjudged: Iterable[Finding]) -> None:
+    """Rows to judge, in the verdict file's columns (verdict, fix and cause left to fill in), with
+    the message and the offered fix after them as a reminder (delete those two before appending)."""
+    with path.open("w", newline="", encoding="utf-8") as stream:
+        writer = csv.writer(stream, delimiter="\t", lineterminator="\n")
+        writer.writerow(VERDICT_COLUMNS + ["offered fix", "message"])
+        for f in unjudged:
+            writer.writerow([f.repo, f.path, f.line, f.cell or "-", f.rule, "", "", "", f.fix or "none", f.message])
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--src", type=Path, required=True, help="folder holding one checkout per manifest repository (owner__name)")
+    parser.add_argument("--manifest", type=Path, default=MANIFEST)
+    parser.add_argument("--verdicts", type=Path, default=VERDICTS)
+    parser.add_argument("--jobs", type=int, help="passed to gpulint --jobs")
+    parser.add_argument("--unjudged", type=Path, metavar="TSV", help="write the findings not yet judged here, as rows to fill in")
+    parser.add_argument("--results", type=Path, metavar="JSON", help="write the figures here (refused while findings are unjudged)")
+    args = parser.parse_args(argv)
+    try:
+        manifest = read_manifest(args.manifest)
+        verdicts = read_verdicts(args.verdicts) if args.verdicts.exists() else []
+        missing = [row["repo"] for row in manifest if not checkout_folder(args.src, row["repo"]).is_dir()]
+        if missing:
+            raise InputError(f"no checkout under {args.src} for: {', '.join(missing)}")
+        findings: List[Finding] = []
+        skipped: Dict[str, List[str]] = {}
+        for row in manifest:
+            found, notes = run_gpulint(checkout_folder(args.src, row["repo"]), row["repo"], args.jobs)
+            findings.extend(found)
+            if notes:
+                skipped[row["repo"]] = notes
+    except InputError as error:
+        sys.stderr.write(f"wild.py: error: {error}\n")
+        return 2
+    scored = score(findings, verdicts)
+    print(f"{len(manifest)} repositories, {len(findings)} findings, {len(verdicts)} verdict rows")
+    print_table(scored["rules"])
+    for repo, notes in skipped.items():
+        print(f"{repo}: gpulint skipped {len(notes)} file(s): " + "; ".join(notes))
+    for violation in scored["violations"]:
+        print("fix against the verdict: {repo} {path} cell {cell} line {line} {rule}: offered {offered}, judged {judged} ({cause})".format(**violation))
+    if scored["unjudged"]:
+        print(f"{len(scored['unjudged'])} finding(s) not judged yet" + (f": written to {args.unjudged}" if args.unjudged else " (--unjudged FILE lists them)"))
+    if args.unjudged:
+        write_unjudged(args.unjudged, scored["unjudged"])
+    if args.results:
+        if scored["unjudged"]:
+            sys.stderr.write("wild.py: not writing results while findings are unjudged\n")
+            return 1
+        results = {
+            "repositories": len(manifest),
+            "findings": len(findings),
+            "verdict_rows": len(verdicts),
+            "rules": scored["rules"],
+            "fix_violations": scored["violations"],
+            "skipped_files": sum(len(notes) for notes in skipped.values()),
+        }
+        args.results.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    return 1 if scored["unjudged"] or scored["violations"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
