@@ -10,7 +10,8 @@ the way a user would check it, with the console script run inside it (``gpulint 
 fixes shown). Every finding is looked up in the verdict file by repository, path, notebook cell,
 line and rule. Per rule the script prints the findings, how they were judged (TP, TRIVIAL, FP),
 precision = TP / (TP + TRIVIAL + FP), the known-TP recall (judged TPs and MISS rows that are still
-reported), the findings not yet judged, and every offered fix that the verdicts say must not be
+reported), the strict precision (a checkpoint the repository saves from the CPU today counted as
+a false alarm), the findings not yet judged, and every offered fix that the verdicts say must not be
 offered: a *safe* fix at a site where the fix changes behaviour, or any fix at a site where it is
 wrong. ``--results`` writes the figures only when every finding is judged.
 
@@ -35,6 +36,9 @@ ROOT = HERE.parent
 MANIFEST = HERE / "wild" / "manifest.tsv"
 VERDICTS = HERE / "wild" / "verdicts.tsv"
 
+STRICT_CAUSE = "saved from the cpu elsewhere"
+"""GPU001 TPs noted with this cause load a checkpoint the repository saves from the CPU today: the
+strict precision counts them as false alarms."""
 VERDICT_COLUMNS = ["repo", "path", "line", "cell", "rule", "verdict", "fix", "cause"]
 JUDGED = ("TP", "TRIVIAL", "FP")
 VERDICTS_ALLOWED = frozenset(JUDGED + ("MISS",))
@@ -173,11 +177,16 @@ def score(findings: Sequence[Finding], verdicts: Sequence[Verdict]) -> dict:
         counts = Counter(by_key[f.key].verdict for f in mine if f.key in by_key and by_key[f.key].verdict != "MISS")
         known = [v for v in verdicts if v.rule == rule and v.verdict in ("TP", "MISS")]
         judged = sum(counts[v] for v in JUDGED)
+        strict_tp = sum(
+            1 for f in mine if f.key in by_key and by_key[f.key].verdict == "TP"
+            and STRICT_CAUSE not in by_key[f.key].cause.lower()
+        )
         per_rule[rule] = {
             "findings": len(mine),
             **{v: counts[v] for v in JUDGED},
             "unjudged": len(mine) - judged,
             "precision": ratio(counts["TP"], judged),
+            "strict_precision": ratio(strict_tp, judged),
             "known_tp": len(known),
             "known_tp_reported": sum(v.key in reported for v in known),
             "known_tp_recall": ratio(sum(v.key in reported for v in known), len(known)),
@@ -194,12 +203,13 @@ def _where(finding: Finding) -> dict:
 
 
 def print_table(per_rule: Dict[str, dict], stream=sys.stdout) -> None:
-    header = ["rule", "findings", "TP", "TRIVIAL", "FP", "unjudged", "precision", "known-TP recall", "fixes offered"]
+    header = ["rule", "findings", "TP", "TRIVIAL", "FP", "unjudged", "precision", "strict", "known-TP recall", "fixes offered"]
     rows = [header]
     for rule, s in per_rule.items():
         fixes = ", ".join(f"{k} {v}" for k, v in s["fixes"].items())
         recall = f"{s['known_tp_recall']} ({s['known_tp_reported']}/{s['known_tp']})" if s["known_tp"] else "-"
-        rows.append([rule, s["findings"], s["TP"], s["TRIVIAL"], s["FP"], s["unjudged"], s["precision"] if s["precision"] is not None else "-", recall, fixes])
+        precision = [s[key] if s[key] is not None else "-" for key in ("precision", "strict_precision")]
+        rows.append([rule, s["findings"], s["TP"], s["TRIVIAL"], s["FP"], s["unjudged"], *precision, recall, fixes])
     widths = [max(len(str(row[i])) for row in rows) for i in range(len(header))]
     for row in rows:
         stream.write("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip() + "\n")

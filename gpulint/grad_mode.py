@@ -1,11 +1,17 @@
 """Where gradients are off: ``torch.no_grad()``, ``torch.inference_mode()`` and
-``torch.set_grad_enabled(False)``, as context managers or decorators."""
+``torch.set_grad_enabled(False)``, as context managers or decorators — under any import form,
+``from torch import *`` included — and the project's own decorators that turn them off (a function
+of the file whose body uses one of those, such as a ``smart_inference_mode()`` that returns
+``torch.inference_mode()``, or an imported decorator named after one)."""
 
 from __future__ import annotations
 
-from typing import Callable, Set
+import ast
+from typing import Callable, FrozenSet, List, Optional, Set
 
 import libcst as cst
+
+from gpulint.survey import Survey
 
 QualifiedNames = Callable[[cst.CSTNode], Set[str]]
 
@@ -14,6 +20,10 @@ GRAD_OFF = frozenset({
     "torch.autograd.grad_mode.no_grad", "torch.autograd.grad_mode.inference_mode",
 })
 SET_GRAD_ENABLED = frozenset({"torch.set_grad_enabled", "torch.autograd.set_grad_enabled", "torch.autograd.grad_mode.set_grad_enabled"})
+GRAD_OFF_WORDS = ("no_grad", "inference_mode", "set_grad_enabled")
+"""Words in a name that may turn gradients off: a function whose body mentions one may be a
+project decorator that does, and an imported decorator named with one (``smart_inference_mode``)
+is taken to."""
 
 
 def turns_grad_off(expression: cst.BaseExpression, qualified_names: QualifiedNames) -> bool:
@@ -32,9 +42,79 @@ def turns_grad_off(expression: cst.BaseExpression, qualified_names: QualifiedNam
     return False
 
 
-def guarded_with(node: cst.With, qualified_names: QualifiedNames) -> bool:
-    return any(turns_grad_off(item.item, qualified_names) for item in node.items)
+def grad_off_mentions(survey: Survey) -> List[ast.AST]:
+    """Nodes naming something that may turn gradients off: the functions around them must be read
+    to know the project's own grad-off decorators."""
+    named: List[ast.AST] = [
+        *(node for node in survey.nodes(ast.Attribute) if any(word in node.attr for word in GRAD_OFF_WORDS)),
+        *(node for node in survey.nodes(ast.Name) if any(word in node.id for word in GRAD_OFF_WORDS)),
+    ]
+    return named
 
 
-def guarded_function(node: cst.FunctionDef, qualified_names: QualifiedNames) -> bool:
-    return any(turns_grad_off(decorator.decorator, qualified_names) for decorator in node.decorators)
+class GradMode:
+    """Answers whether a ``with`` block or a function turns gradients off, for one file."""
+
+    def __init__(self, module: cst.Module, qualified_names: QualifiedNames, star_modules: Set[str]) -> None:
+        self._resolved = qualified_names
+        self._torch_star = "torch" in star_modules
+        self.helpers = self._project_helpers(module)
+        """Names of the file's functions whose body turns gradients off (project decorators)."""
+
+    def qualified_names(self, node: cst.CSTNode) -> Set[str]:
+        """Qualified names, with a bare name that nothing resolves taken from ``from torch import *``."""
+        names = self._resolved(node)
+        if not names and self._torch_star and isinstance(node, cst.Name):
+            return {f"torch.{node.value}"}
+        return names
+
+    def _project_helpers(self, module: cst.Module) -> FrozenSet[str]:
+        helpers: Set[str] = set()
+        mode = self
+
+        class Find(cst.CSTVisitor):
+            def __init__(self) -> None:
+                super().__init__()
+                self.functions: List[cst.FunctionDef] = []
+
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+                self.functions.append(node)
+
+            def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+                self.functions.pop()
+
+            def _found(self, node: cst.BaseExpression) -> None:
+                if self.functions and turns_grad_off(node, mode.qualified_names):
+                    helpers.add(self.functions[0].name.value)
+
+            def visit_Call(self, node: cst.Call) -> None:
+                self._found(node)
+
+            def visit_Attribute(self, node: cst.Attribute) -> None:
+                self._found(node)
+
+            def visit_Name(self, node: cst.Name) -> None:
+                self._found(node)
+
+        module.visit(Find())
+        return frozenset(helpers)
+
+    def guarded_with(self, node: cst.With) -> bool:
+        return any(turns_grad_off(item.item, self.qualified_names) for item in node.items)
+
+    def guarded_function(self, node: cst.FunctionDef) -> bool:
+        return any(self._decorator_turns_grad_off(decorator.decorator) for decorator in node.decorators)
+
+    def _decorator_turns_grad_off(self, decorator: cst.BaseExpression) -> bool:
+        if turns_grad_off(decorator, self.qualified_names):
+            return True
+        name = _last_name(decorator.func if isinstance(decorator, cst.Call) else decorator)
+        return name is not None and (name in self.helpers or any(word in name for word in GRAD_OFF_WORDS[:2]))
+
+
+def _last_name(node: cst.BaseExpression) -> Optional[str]:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return node.attr.value
+    return None

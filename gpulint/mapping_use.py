@@ -1,8 +1,8 @@
 """Does a value get used only as a mapping of tensors? A data-flow check behind fix applicability.
 
 A loaded checkpoint that is only handed to ``load_state_dict``, indexed with string keys whose values
-go the same way, or iterated through ``.keys()/.items()/.values()``, behaves the same wherever its
-tensors live. Any other use (returned, called, moved, stored, unpacked) may depend on the device, and so may any
+go the same way, iterated through ``.keys()``, or rebuilt by a dict comprehension over ``.items()``
+whose values go the same way, behaves the same wherever its tensors live. Any other use (returned, called, moved, stored, unpacked) may depend on the device, and so may any
 use of a name bound outside a function body: other modules can import a module-level name.
 """
 
@@ -16,7 +16,8 @@ from libcst.metadata import FunctionScope, ParentNodeProvider, ScopeProvider
 
 METADATA_DEPENDENCIES = (ParentNodeProvider, ScopeProvider)
 
-_ITERATION_METHODS = frozenset({"keys", "items", "values"})
+TENSOR_METADATA = frozenset({"shape", "dtype", "ndim", "size", "dim", "numel"})
+"""What a comprehension's filter may read of a value without its device mattering."""
 _STRING_KEY = (cst.SimpleString, cst.ConcatenatedString)
 
 
@@ -74,13 +75,35 @@ class MappingUse:
         if not (isinstance(call, cst.Call) and call.func is attribute):
             return False
         method = attribute.attr.value
-        if method in _ITERATION_METHODS:
+        if method == "keys":
             return not call.args
+        if method == "items" and not call.args:
+            return self._rebuilt_as_mapping(call)
         if method == "get" and call.args:
             key = call.args[0]
             plain = key.keyword is None and key.star == "" and isinstance(key.value, _STRING_KEY)
             return plain and self.only_as_mapping(call)
         return False
+
+    def _rebuilt_as_mapping(self, items: cst.Call) -> bool:
+        """``{rename(k): v for k, v in state.items() if ...}`` used as a mapping in turn: each value
+        goes into the new mapping untouched, and the filter reads at most its shape or dtype. A
+        loop or any other use of the values (``v.numpy()``, ``param.add_(v)``) depends on the device."""
+        comp_for = self._parent(items)
+        comprehension = self._parent(comp_for) if isinstance(comp_for, cst.CompFor) else None
+        if not (isinstance(comprehension, cst.DictComp) and comprehension.for_in is comp_for and comp_for.iter is items):
+            return False
+        target = comp_for.target
+        if comp_for.inner_for_in is not None or not (isinstance(target, cst.Tuple) and len(target.elements) == 2):
+            return False
+        value = target.elements[1].value
+        if not (isinstance(value, cst.Name) and isinstance(comprehension.value, cst.Name) and comprehension.value.value == value.value):
+            return False
+        if _reads_name(comprehension.key, value.value):
+            return False
+        if any(_reads_name(condition.test, value.value, allowed=TENSOR_METADATA) for condition in comp_for.ifs):
+            return False
+        return self.only_as_mapping(comprehension)
 
     def _binding_used_as_mapping(self, statement: cst.CSTNode) -> bool:
         targets = statement.targets if isinstance(statement, cst.Assign) else [statement]
@@ -114,3 +137,20 @@ class MappingUse:
         if isinstance(parent, cst.Del):
             return True
         return self.only_as_mapping(node)
+
+
+def _reads_name(expression: cst.CSTNode, name: str, allowed: frozenset = frozenset()) -> bool:
+    """Whether ``expression`` reads ``name`` other than through one of the ``allowed`` attributes
+    (``v.shape``, ``v.size()``)."""
+    found: list = []
+
+    class Reads(cst.CSTVisitor):
+        def visit_Attribute(self, node: cst.Attribute) -> bool:
+            return not (isinstance(node.value, cst.Name) and node.value.value == name and node.attr.value in allowed)
+
+        def visit_Name(self, node: cst.Name) -> None:
+            if node.value == name:
+                found.append(node)
+
+    expression.visit(Reads())
+    return bool(found)

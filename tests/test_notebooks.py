@@ -72,6 +72,21 @@ def test_a_module_level_wrap_stays_in_its_cell(tmp_path):
     assert "".join(cells[2]["source"]) == second
 
 
+def test_a_wrap_leaves_the_displayed_expression_outside(tmp_path):
+    first = "import torch\nmodel = torch.nn.Linear(4, 2).eval()\nout = model(torch.ones(1, 4))\nout.softmax(-1)"
+    (tmp_path / "nb.ipynb").write_text(_notebook(first, "print(1)"), encoding="utf-8")
+    assert run_gpulint(["--fix", "--unsafe-fixes", "nb.ipynb"], cwd=tmp_path).returncode == 0
+    cells = json.loads((tmp_path / "nb.ipynb").read_text(encoding="utf-8"))["cells"]
+    assert "".join(cells[1]["source"]).endswith("with torch.no_grad():\n    out = model(torch.ones(1, 4))\nout.softmax(-1)")
+
+
+def test_no_wrap_when_the_forward_pass_is_the_displayed_expression(tmp_path):
+    first = "import torch\nmodel = torch.nn.Linear(4, 2).eval()\nmodel(torch.ones(1, 4))"
+    (tmp_path / "nb.ipynb").write_text(_notebook(first, "print(1)"), encoding="utf-8")
+    (item,) = json.loads(run_gpulint(["check", "--format", "json", "--unsafe-fixes", "nb.ipynb"], cwd=tmp_path).stdout)
+    assert (item["code"], item["cell"], item["line"], item["fix"]) == ("GPU004", 2, 3, None)
+
+
 def test_magics_and_shell_escapes_are_masked_not_parsed(tmp_path):
     source = _notebook(
         "%matplotlib inline\n!pip install torch\nimport torch",

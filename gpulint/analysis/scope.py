@@ -231,6 +231,21 @@ class ScopeAnalysis:
                         stored |= _names_in(arg.value)
         return frozenset(stored)
 
+    def held_by(self) -> Dict[str, FrozenSet[str]]:
+        """For each name, the names bound to a container built with its value (``kwargs =
+        dict(input_ids=ids)``, ``batch = {"x": x}``, ``pair = (a, b)``): while one of them is
+        alive, deleting the name frees nothing."""
+        holders: Dict[str, set] = {}
+        for node in (step.node for step in self.graph.steps):
+            if isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None:
+                targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+                bound = {t.value for t in targets if isinstance(t, cst.Name)}
+                if not bound or isinstance(node.value, cst.Name):
+                    continue
+                for name in _names_in(node.value):
+                    holders.setdefault(name, set()).update(bound - {name})
+        return {name: frozenset(found) for name, found in holders.items() if found}
+
     def in_binding_order(self, names) -> List[str]:
         """``names`` ordered by where the scope first binds them."""
         order: Dict[str, int] = {}
@@ -270,14 +285,22 @@ STORING_METHODS = frozenset({
 })
 
 
+CONTAINER_CONSTRUCTORS = frozenset({"dict", "list", "tuple", "set", "frozenset", "OrderedDict", "SimpleNamespace", "deque"})
+
+
 def _names_in(node: cst.CSTNode) -> set:
-    """The bare names an expression is (``x``, ``(x, y)``, ``[x]``, ``{"k": x}``)."""
+    """The bare names a container expression holds (``x``, ``(x, y)``, ``[x]``, ``{"k": x}``,
+    ``dict(input_ids=x)``)."""
     if isinstance(node, cst.Name):
         return {node.value}
     if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
         return set().union(*(_names_in(e.value) for e in node.elements)) if node.elements else set()
     if isinstance(node, cst.Dict):
         return set().union(*(_names_in(e.value) for e in node.elements if isinstance(e, cst.DictElement))) if node.elements else set()
+    if isinstance(node, cst.Call) and isinstance(node.func, (cst.Name, cst.Attribute)):
+        constructor = node.func.value if isinstance(node.func, cst.Name) else node.func.attr.value
+        if constructor in CONTAINER_CONSTRUCTORS:
+            return set().union(*(_names_in(arg.value) for arg in node.args)) if node.args else set()
     return set()
 
 

@@ -58,9 +58,18 @@ class EmptyCacheWithLiveReferences(Rule):
 
     @staticmethod
     def _dead_tensor_names(analysis: ScopeAnalysis, step: Step) -> List[str]:
+        """Names holding tensors that nothing reads after ``step``, and that ``del`` would free: not
+        parameters, not stored on an object or in a container, not held by a container that
+        stays alive (``kwargs = dict(input_ids=ids)``)."""
         live = analysis.live_before(step)
         excluded = live | analysis.escaping | set(analysis.parameters) | analysis.stored_elsewhere()
-        return analysis.in_binding_order(name for name in analysis.holding[step] if name not in excluded)
+        dead = {name for name in analysis.holding[step] if name not in excluded}
+        held_by = analysis.held_by()
+        while True:
+            still_held = {name for name in dead if held_by.get(name, frozenset()) - dead}
+            if not still_held:
+                return analysis.in_binding_order(dead)
+            dead -= still_held
 
     def _fix(self, analysis: ScopeAnalysis, step: Step, statement: cst.Expr, dead: List[str]) -> Optional[Fix]:
         if not set(dead) <= analysis.bound_if_deleted({step: frozenset(dead)})[step]:

@@ -5,15 +5,16 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Dict, List, Optional, Set, Tuple, Union
+from typing import Dict, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
 
 from gpulint.analysis.aliases import AliasGroup
+from gpulint.analysis.gradients import GradientFlow
 from gpulint.analysis.tensors import dotted_name
 from gpulint.diagnostics import Applicability, Fix
-from gpulint.grad_mode import guarded_function, guarded_with
+from gpulint.grad_mode import GradMode, grad_off_mentions
 from gpulint.reach import Reach
 from gpulint.rule import FixAvailability, Rule
 from gpulint.survey import Survey, argument_values, ast_dotted_name, is_false_constant
@@ -52,7 +53,7 @@ class InferenceWithoutNoGrad(Rule):
     def reach(cls, survey: Survey) -> Reach:
         """The functions where a name put in evaluation mode is called by the same function (or
         its class bodies and lambdas), those that call such a function by name (which tells
-        whether it ever runs with gradients on), and those that freeze a model."""
+        whether it ever runs with gradients on), those that freeze a model, and those that may turn gradients off (project decorators)."""
         in_eval_mode: Set[Tuple[Optional[str], ast.AST]] = set()
         for call in survey.method_calls("eval", "train"):
             if (call.func.attr == "eval" and not call.args and not call.keywords) or (
@@ -65,7 +66,8 @@ class InferenceWithoutNoGrad(Rule):
         inferences = [call for call in survey.calls() if _may_infer(call, in_eval_mode, survey)]
         functions = {scope.name for scope in map(partial(_facts_scope, survey), inferences) if not isinstance(scope, ast.Module)}
         callers = [call for call in survey.calls() if _called_name(call) in functions]
-        return Reach.of(survey, inferences).around(survey, [*callers, *survey.method_calls("requires_grad_")])
+        learned_from = [*callers, *survey.method_calls("requires_grad_"), *grad_off_mentions(survey)]
+        return Reach.of(survey, inferences).around(survey, learned_from)
 
     def __init__(self, context) -> None:
         super().__init__(context)
@@ -82,6 +84,7 @@ class InferenceWithoutNoGrad(Rule):
         return {q.name for q in self.get_metadata(QualifiedNameProvider, node, set())}
 
     def visit_Module(self, node: cst.Module) -> None:
+        self.grad_mode = GradMode(node, self._names, self.context.imports.star_modules)
         self.scopes.append(_ScopeFacts(node))
 
     def leave_Module(self, original_node: cst.Module) -> None:
@@ -91,20 +94,20 @@ class InferenceWithoutNoGrad(Rule):
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.scopes.append(_ScopeFacts(node))
-        if guarded_function(node, self._names):
+        if self.grad_mode.guarded_function(node):
             self.guards += 1
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self.finished.append(self.scopes.pop())
-        if guarded_function(original_node, self._names):
+        if self.grad_mode.guarded_function(original_node):
             self.guards -= 1
 
     def visit_With(self, node: cst.With) -> None:
-        if guarded_with(node, self._names):
+        if self.grad_mode.guarded_with(node):
             self.guards += 1
 
     def leave_With(self, original_node: cst.With) -> None:
-        if guarded_with(original_node, self._names):
+        if self.grad_mode.guarded_with(original_node):
             self.guards -= 1
 
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -173,42 +176,17 @@ class InferenceWithoutNoGrad(Rule):
         applicability = Applicability.UNSAFE if risky else Applicability.SAFE
         return self.make_fix(applicability, [self.replacement_edit(function, decorated), import_edit])
 
-    def _outputs_escape(self, function: cst.FunctionDef, facts: _ScopeFacts) -> bool:
-        """Whether a forward output leaves the function (returned, yielded or stored on an object),
-        where a caller might backpropagate through it."""
-        calls = set(map(id, facts.forward_calls))
-        statements: List[cst.CSTNode] = []
-
-        class Collect(cst.CSTVisitor):
-            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-                return node is function
-
-            def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
-                statements.extend(node.body)
-
-            def visit_For(self, node: cst.For) -> None:
-                statements.append(node)
-
-        function.visit(Collect())
-        seeds = [
-            target.target.value for s in statements if isinstance(s, cst.Assign) and _contains_call(s.value, calls)
-            for target in s.targets if isinstance(target.target, cst.Name)
-        ]
-        group = AliasGroup(seeds, statements)
-        for s in statements:
-            if isinstance(s, cst.Return) and s.value is not None and (group.derives(s.value) or _contains_call(s.value, calls)):
-                return True
-            if isinstance(s, cst.Expr) and isinstance(s.value, cst.Yield) and isinstance(s.value.value, cst.BaseExpression):
-                if group.derives(s.value.value) or _contains_call(s.value.value, calls):
-                    return True
-            if isinstance(s, cst.Assign) and (group.derives(s.value) or _contains_call(s.value, calls)):
-                if any(isinstance(t.target, (cst.Attribute, cst.Subscript)) for t in s.targets):
-                    return True
-        return False
+    @staticmethod
+    def _outputs_escape(function: cst.FunctionDef, facts: _ScopeFacts) -> bool:
+        """Whether anything computed from a forward output leaves the function (returned, yielded,
+        stored on an object or in a caller's container), where a caller might backpropagate it."""
+        return GradientFlow(function, set(map(id, facts.forward_calls))).escapes()
 
     def _module_fix(self, module: cst.Module, first: cst.Call, import_edit) -> Optional[Fix]:
         """Wrap the module's statements from the first forward call to the last use of its outputs,
-        stopping before a comment line that starts a new section (or a notebook's next cell)."""
+        stopping before a comment line that starts a new section (or a notebook's next cell), and
+        before the expression a notebook cell ends with (Jupyter displays its value only outside a
+        block); no fix where that expression is the forward call's own statement."""
         statement = first
         while self.get_metadata(ParentNodeProvider, statement) is not module:
             statement = self.get_metadata(ParentNodeProvider, statement)
@@ -223,10 +201,14 @@ class InferenceWithoutNoGrad(Rule):
         group = AliasGroup(outputs, smalls)
         end = start
         for index in range(start + 1, len(body)):
-            if any(line.comment is not None for line in body[index].leading_lines):
+            if _starts_section(body[index]):
                 break
             if _mentions(body[index], group.names):
                 end = index
+        if self.context.path.endswith(".ipynb") and _displayed(body, end):
+            end -= 1
+            if end < start:
+                return None
         wrapped = cst.With(
             items=[cst.WithItem(item=cst.parse_expression(self._grad_off_call()))],
             body=cst.IndentedBlock(body=[body[start].with_changes(leading_lines=[]), *body[start + 1 : end + 1]]),
@@ -267,16 +249,15 @@ def _is_false(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Name) and node.value == "False"
 
 
-def _contains_call(node: cst.CSTNode, calls: set) -> bool:
-    found = []
+def _starts_section(statement: cst.CSTNode) -> bool:
+    return any(line.comment is not None for line in getattr(statement, "leading_lines", ()))
 
-    class Find(cst.CSTVisitor):
-        def visit_Call(self, call: cst.Call) -> None:
-            if id(call) in calls:
-                found.append(call)
 
-    node.visit(Find())
-    return bool(found)
+def _displayed(body: Sequence[cst.CSTNode], index: int) -> bool:
+    """Whether ``body[index]`` is a bare expression that ends a notebook cell, whose value Jupyter shows."""
+    statement = body[index]
+    last_in_cell = index + 1 == len(body) or _starts_section(body[index + 1])
+    return last_in_cell and isinstance(statement, cst.SimpleStatementLine) and isinstance(statement.body[-1], cst.Expr)
 
 
 def _mentions(node: cst.CSTNode, names: set) -> bool:

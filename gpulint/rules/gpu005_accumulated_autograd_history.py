@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import Iterator, List, Optional, Set, Tuple
 
 import libcst as cst
@@ -11,14 +12,17 @@ from libcst.metadata import ParentNodeProvider, PositionProvider
 from gpulint.analysis import scope
 from gpulint.analysis.scope import ScopeAnalysis, analysis_for
 from gpulint.analysis.tensors import dotted_name, is_torch_tensor_function
-from gpulint.diagnostics import Applicability
-from gpulint.grad_mode import guarded_function, guarded_with
+from gpulint.diagnostics import Applicability, Fix
+from gpulint.grad_mode import GradMode, grad_off_mentions
 from gpulint.reach import Reach
 from gpulint.rule import FixAvailability, Rule
 from gpulint.survey import Survey, argument_values, ast_dotted_name
 
 APPENDING_METHODS = frozenset({"append", "extend", "insert"})
 AUTOGRAD_ENTRY_POINTS = frozenset({"torch.autograd.grad", "torch.autograd.backward"})
+LOSS_FUNCTION = re.compile(r"_*(loss|criterion|(compute|calc|calculate|get|build|make)_(\w+_)?loss(es)?)", re.IGNORECASE)
+LOSS_CLASS = re.compile(r"(Loss|Criterion)$")
+STORING_METHODS = frozenset({"append", "extend", "insert", "update", "setdefault", "add"})
 
 
 class AccumulatedAutogradHistory(Rule):
@@ -32,7 +36,7 @@ class AccumulatedAutogradHistory(Rule):
         "up in host memory (accumulate `{value}.detach()`, or `.item()` for a Python number)"
     )
     fix_title = "Accumulate `.detach()`ed values"
-    fix_availability = FixAvailability.ALWAYS
+    fix_availability = FixAvailability.SOMETIMES
     tokens = frozenset({"+", "append", "extend", "insert", "]"})
 
     METADATA_DEPENDENCIES = (PositionProvider, *scope.METADATA_DEPENDENCIES)
@@ -42,7 +46,8 @@ class AccumulatedAutogradHistory(Rule):
         """The functions (not forward passes) where a value added or appended inside a loop is a call
         that may build a graph, or a name that ``.backward()`` is called on or that the same
         function binds to such a call; those that show the names they use to be modules; and
-        those with a backward pass (which tells whether a returned accumulator is backpropagated)."""
+        those with a backward pass (which tells whether a returned accumulator is backpropagated), and those
+        that may turn gradients off (project decorators)."""
         producing = _GraphProducingCalls(survey)
         backward_names = {call.func.value.id for call in survey.method_calls("backward") if isinstance(call.func.value, ast.Name)}
         history_names = {
@@ -60,10 +65,14 @@ class AccumulatedAutogradHistory(Rule):
             ):
                 accumulating.append(statement)
         backward_passes = [call for call in survey.calls() if _may_start_backward(call, survey)]
-        return Reach.of(survey, accumulating).with_module_evidence(survey).around(survey, backward_passes)
+        learned_from = [*backward_passes, *grad_off_mentions(survey)]
+        return Reach.of(survey, accumulating).with_module_evidence(survey).around(survey, learned_from)
 
     def _parent(self, node: cst.CSTNode) -> cst.CSTNode:
         return self.get_metadata(ParentNodeProvider, node)
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._grad_mode = GradMode(node, self._names, self.context.imports.star_modules)
 
     def _names(self, node: cst.CSTNode) -> set:
         return {q.name for q in self.get_metadata(scope.QualifiedNameProvider, node, set())}
@@ -104,10 +113,36 @@ class AccumulatedAutogradHistory(Rule):
             return
         spelled = self.context.module.code_for_node(value)
         message = self.message.format(value=spelled, accumulator=accumulated)
+        self.report(value, message, self._fix(value, accumulated, analysis))
+
+    def _fix(self, value: cst.BaseExpression, accumulated: str, analysis: ScopeAnalysis) -> Optional[Fix]:
+        """Safe for a local accumulator that never leaves its function; unsafe in module-level code;
+        none where the accumulator may be backpropagated by code gpulint cannot see: an attribute,
+        returned or yielded (directly, through a value computed from it, or in a container), put
+        in a container the caller passed or one the function shares with others, or in a loss or
+        criterion function."""
+        if "." in accumulated or self._in_loss_function(analysis.node):
+            return None
+        if isinstance(analysis.node, cst.FunctionDef):
+            derived = _computed_from(accumulated, analysis.node)
+            if _returns_any(analysis.node, derived) or derived & {*analysis.parameters, *analysis.escaping}:
+                return None
         detached = cst.Call(func=cst.Attribute(value=_parenthesized(value), attr=cst.Name("detach")))
-        safe = _stays_local(accumulated, analysis.node)
-        fix = self.make_fix(Applicability.SAFE if safe else Applicability.UNSAFE, [self.replacement_edit(value, detached)])
-        self.report(value, message, fix)
+        applicability = Applicability.UNSAFE if isinstance(analysis.node, cst.Module) else Applicability.SAFE
+        return self.make_fix(applicability, [self.replacement_edit(value, detached)])
+
+    def _in_loss_function(self, scope_node: cst.CSTNode) -> bool:
+        """A function named as one that computes a loss (``loss_fn``, ``compute_loss``,
+        ``criterion``), or a method of a class named for one (``ComputeLoss``, ``SetCriterion``):
+        what it sums is what the caller backpropagates."""
+        current: Optional[cst.CSTNode] = scope_node
+        while current is not None and not isinstance(current, cst.Module):
+            if isinstance(current, cst.FunctionDef) and LOSS_FUNCTION.match(current.name.value):
+                return True
+            if isinstance(current, cst.ClassDef) and LOSS_CLASS.search(current.name.value):
+                return True
+            current = self.get_metadata(ParentNodeProvider, current, None)
+        return False
 
     def _enclosing_loop(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
         current = self._parent(node)
@@ -122,9 +157,9 @@ class AccumulatedAutogradHistory(Rule):
         decorated with it); False for nodes built by the analysis rather than parsed."""
         current = self.get_metadata(ParentNodeProvider, node, None)
         while current is not None and not isinstance(current, cst.Module):
-            if isinstance(current, cst.With) and guarded_with(current, self._names):
+            if isinstance(current, cst.With) and self._grad_mode.guarded_with(current):
                 return True
-            if isinstance(current, cst.FunctionDef) and guarded_function(current, self._names):
+            if isinstance(current, cst.FunctionDef) and self._grad_mode.guarded_function(current):
                 return True
             current = self.get_metadata(ParentNodeProvider, current, None)
         return False
@@ -258,15 +293,6 @@ def _is_forward(scope_node: cst.CSTNode) -> bool:
     )
 
 
-def _stays_local(accumulated: str, scope_node: cst.CSTNode) -> bool:
-    """Whether nothing outside the function can see the accumulator (a local name, never returned
-    or yielded, not even through a value computed from it): only then can detaching it not change
-    what some caller backpropagates."""
-    if "." in accumulated or not isinstance(scope_node, cst.FunctionDef):
-        return False
-    return not _returns_any(scope_node, _computed_from(accumulated, scope_node))
-
-
 def _constant_ast_key(target: ast.Subscript) -> bool:
     """:func:`_constant_key` on Python's own tree."""
     key = target.slice
@@ -295,16 +321,24 @@ def _called_names(node: cst.CSTNode) -> Set[str]:
 
 
 def _computed_from(name: str, scope_node: cst.CSTNode) -> Set[str]:
-    """``name`` and every name bound (in the scope) to a value computed from it, transitively."""
+    """``name`` and every name bound (in the scope) to a value computed from it, or holding it in a
+    container (``d[k] = x``, ``results.append(x)``), transitively."""
     derived = {name}
-    assignments = [n for n in _subexpressions(scope_node) if isinstance(n, (cst.Assign, cst.AugAssign))]
+    assignments = [n for n in _subexpressions(scope_node) if isinstance(n, (cst.Assign, cst.AugAssign, cst.Call))]
     changed = True
     while changed:
         changed = False
         for node in assignments:
-            if not _names_of(node.value) & derived:
+            if isinstance(node, cst.Call):
+                if not (isinstance(node.func, cst.Attribute) and node.func.attr.value in STORING_METHODS):
+                    continue
+                if not any(_names_of(arg.value) & derived for arg in node.args):
+                    continue
+                targets = [node.func.value]
+            elif not _names_of(node.value) & derived:
                 continue
-            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            else:
+                targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
             for target in targets:
                 for bound in _names_of(target):
                     if bound not in derived:
