@@ -1,0 +1,141 @@
+"""``benchmarks/wild.py``: findings scored against hand verdicts, through the real console script.
+
+Two small "repositories" stand in for the checkouts; the verdict file judges some of their findings.
+Each test changes one thing a wrong scorer would get wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.helpers import ROOT
+
+WILD = ROOT / "benchmarks" / "wild.py"
+HEADER = "repo\tpath\tline\tcell\trule\tverdict\tfix\tcause\n"
+
+TRAIN = '''import torch
+
+model = torch.nn.Linear(4, 4)
+
+
+def resume(path):
+    model.load_state_dict(torch.load(path))
+
+
+def scheduler_state(path, scheduler):
+    scheduler.load_state_dict(torch.load(path))
+
+
+def reload_whole(path):
+    return torch.load(path)
+'''
+
+
+def _setup(tmp_path: Path, verdict_rows: str) -> Path:
+    src = tmp_path / "src"
+    (src / "someone__trainer").mkdir(parents=True, exist_ok=True)
+    (src / "someone__trainer" / "train.py").write_text(TRAIN, encoding="utf-8")
+    (src / "other__empty").mkdir(exist_ok=True)
+    (src / "other__empty" / "util.py").write_text("x = 1\n", encoding="utf-8")
+    (tmp_path / "manifest.tsv").write_text(
+        "repo\tcommit\tkind\tpython_files\tnotebooks\n"
+        "someone/trainer\t" + "a" * 40 + "\ttraining\t1\t0\nother/empty\t" + "b" * 40 + "\tutility\t1\t0\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "verdicts.tsv").write_text(HEADER + verdict_rows, encoding="utf-8")
+    return src
+
+
+def _run(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, str(WILD), "--src", str(tmp_path / "src"), "--manifest", str(tmp_path / "manifest.tsv"),
+               "--verdicts", str(tmp_path / "verdicts.tsv"), "--jobs", "1", *extra]
+    return subprocess.run(command, capture_output=True, text=True, timeout=300)
+
+
+ALL_JUDGED = (
+    "someone/trainer\ttrain.py\t7\t-\tGPU001\tTP\tsame\tstate dict saved from the GPU\n"
+    "someone/trainer\ttrain.py\t11\t-\tGPU001\tFP\tsame\tscheduler state, no tensors\n"
+    "someone/trainer\ttrain.py\t15\t-\tGPU001\tTP\tchanges\twhole model used on the device\n"
+)
+
+
+def test_every_finding_judged_gives_precision_recall_and_results(tmp_path):
+    _setup(tmp_path, ALL_JUDGED + "someone/trainer\ttrain.py\t3\t-\tGPU001\tMISS\t-\tnot a real call, never reported\n")
+    results = tmp_path / "wild.json"
+    completed = _run(tmp_path, "--results", str(results))
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    figures = json.loads(results.read_text(encoding="utf-8"))
+    gpu001 = figures["rules"]["GPU001"]
+    assert (gpu001["findings"], gpu001["TP"], gpu001["TRIVIAL"], gpu001["FP"], gpu001["unjudged"]) == (3, 2, 0, 1, 0)
+    assert gpu001["precision"] == 0.667
+    assert (gpu001["known_tp"], gpu001["known_tp_reported"], gpu001["known_tp_recall"]) == (3, 2, 0.667)
+    assert gpu001["fixes"] == {"safe": 2, "unsafe": 1}
+    assert figures["repositories"] == 2 and figures["fix_violations"] == []
+    assert "GPU001  3" in completed.stdout
+
+
+def test_strict_precision_counts_cpu_saved_checkpoints_as_false_alarms(tmp_path):
+    rows = ALL_JUDGED.replace("state dict saved from the GPU", "state dict saved from the CPU elsewhere")
+    _setup(tmp_path, rows)
+    results = tmp_path / "wild.json"
+    assert _run(tmp_path, "--results", str(results)).returncode == 0
+    gpu001 = json.loads(results.read_text(encoding="utf-8"))["rules"]["GPU001"]
+    assert (gpu001["precision"], gpu001["strict_precision"]) == (0.667, 0.333)
+
+
+def test_unjudged_findings_are_listed_and_block_the_results(tmp_path):
+    _setup(tmp_path, ALL_JUDGED.splitlines(keepends=True)[0])
+    results, unjudged = tmp_path / "wild.json", tmp_path / "new.tsv"
+    completed = _run(tmp_path, "--results", str(results), "--unjudged", str(unjudged))
+    assert completed.returncode == 1
+    assert not results.exists()
+    rows = unjudged.read_text(encoding="utf-8").splitlines()
+    assert [row.split("\t")[:5] for row in rows[1:]] == [
+        ["someone/trainer", "train.py", "11", "-", "GPU001"], ["someone/trainer", "train.py", "15", "-", "GPU001"],
+    ]
+    assert "2 finding(s) not judged yet" in completed.stdout
+
+
+def test_a_safe_fix_where_the_verdict_says_it_changes_behaviour_is_a_violation(tmp_path):
+    _setup(tmp_path, ALL_JUDGED.replace("TP\tsame\tstate dict", "TP\tchanges\tstate dict"))
+    completed = _run(tmp_path)
+    assert completed.returncode == 1
+    assert "fix against the verdict: someone/trainer train.py cell  line 7 GPU001: offered safe, judged changes" in completed.stdout
+
+
+def test_any_fix_where_the_verdict_says_wrong_is_a_violation(tmp_path):
+    _setup(tmp_path, ALL_JUDGED.replace("TP\tchanges\twhole", "TP\twrong\twhole"))
+    completed = _run(tmp_path)
+    assert completed.returncode == 1
+    assert "line 15 GPU001: offered unsafe, judged wrong" in completed.stdout
+
+
+def test_malformed_verdicts_and_missing_checkouts_are_errors(tmp_path):
+    _setup(tmp_path, ALL_JUDGED + ALL_JUDGED.splitlines(keepends=True)[0])
+    assert _run(tmp_path).returncode == 2
+    _setup(tmp_path, ALL_JUDGED.replace("\tFP\t", "\tMAYBE\t"))
+    assert _run(tmp_path).returncode == 2
+    _setup(tmp_path, ALL_JUDGED)
+    (tmp_path / "src" / "other__empty" / "util.py").unlink()
+    (tmp_path / "src" / "other__empty").rmdir()
+    completed = _run(tmp_path)
+    assert completed.returncode == 2 and "other/empty" in completed.stderr
+
+
+def test_the_committed_verdicts_are_well_formed_and_cover_the_manifest():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import wild
+    finally:
+        sys.path.pop(0)
+    manifest = wild.read_manifest()
+    verdicts = wild.read_verdicts()
+    assert len(manifest) >= 30
+    assert all(len(row["commit"]) == 40 for row in manifest)
+    assert {v.repo for v in verdicts} <= {row["repo"] for row in manifest}
+    results = json.loads((ROOT / "benchmarks" / "results" / "wild.json").read_text(encoding="utf-8"))
+    assert results["verdict_rows"] <= len(verdicts)
+    assert all(figures["unjudged"] == 0 for figures in results["rules"].values())
