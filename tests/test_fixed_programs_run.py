@@ -193,13 +193,16 @@ def test_fixed_program_runs_and_computes_the_same(name, tmp_path):
 
 
 def test_accumulated_losses_lose_their_graph_only():
-    """The accumulators are returned, so a caller might backpropagate through them: the fixes
-    are unsafe (the program's results, compared above, stay the same)."""
+    """Only Python numbers computed from the accumulators (``.item()``) leave the function, so no
+    caller can backpropagate through them: the fixes are safe (the program's results, compared
+    above, stay the same). Returning the tensors themselves leaves no fix at all."""
     source = PRELUDE + textwrap.dedent(PROGRAMS["accumulated-losses"])
     lint = lambda text: lint_source(text, "program.py", ALL_RULES)  # noqa: E731
-    assert fix_text(source, lint, applicabilities(False)).text == source
-    fixed = fix_text(source, lint, applicabilities(True)).text
+    fixed = fix_text(source, lint, applicabilities(False)).text
     assert "total += loss.detach()" in fixed and "history.append(loss.detach())" in fixed
+    returning = source.replace("return round(total.item(), 4), [round(h.item(), 4) for h in history]", "return total, history")
+    assert returning != source
+    assert fix_text(returning, lint, applicabilities(True)).text == returning
 
 
 def test_the_seed_scenario_is_fixed():

@@ -11,7 +11,7 @@ a caller's list), or declared ``global`` or ``nonlocal``.
 
 from __future__ import annotations
 
-from typing import List, Set
+from typing import AbstractSet, Iterable, List, Optional, Set
 
 import libcst as cst
 
@@ -21,28 +21,34 @@ ENDS_HISTORY_FUNCTIONS = frozenset({"float", "int", "bool", "str", "len", "repr"
 STORING_METHODS = frozenset({"append", "extend", "insert", "add", "update", "setdefault", "appendleft", "put"})
 
 
-def _statements(function: cst.FunctionDef) -> List[cst.CSTNode]:
-    """The small statements and ``for`` loops of the function's own body (not nested functions)."""
-    found: List[cst.CSTNode] = []
+class _OwnBody(cst.CSTVisitor):
+    """The small statements, ``for`` and ``with`` blocks and ``yield`` expressions of one function's
+    own body (not of functions or lambdas nested in it)."""
 
-    class Collect(cst.CSTVisitor):
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return node is function
+    def __init__(self, function: cst.FunctionDef) -> None:
+        super().__init__()
+        self.function = function
+        self.statements: List[cst.CSTNode] = []
+        self.yields: List[cst.Yield] = []
+        function.visit(self)
 
-        def visit_Lambda(self, node: cst.Lambda) -> bool:
-            return False
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return node is self.function
 
-        def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
-            found.extend(node.body)
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
 
-        def visit_For(self, node: cst.For) -> None:
-            found.append(node)
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        self.statements.extend(node.body)
 
-        def visit_With(self, node: cst.With) -> None:
-            found.append(node)
+    def visit_For(self, node: cst.For) -> None:
+        self.statements.append(node)
 
-    function.visit(Collect())
-    return found
+    def visit_With(self, node: cst.With) -> None:
+        self.statements.append(node)
+
+    def visit_Yield(self, node: cst.Yield) -> None:
+        self.yields.append(node)
 
 
 def _target_names(target: cst.CSTNode) -> List[str]:
@@ -75,14 +81,16 @@ def _locally_created(function: cst.FunctionDef, statements: List[cst.CSTNode]) -
 
 
 class GradientFlow:
-    """The names of one function that may carry history from the ``sources`` calls."""
+    """The names of one function that may carry history from the ``sources`` calls, or from the
+    values first bound to ``names``."""
 
-    def __init__(self, function: cst.FunctionDef, sources: Set[int]) -> None:
-        self.function = function
+    def __init__(self, function: cst.FunctionDef, sources: AbstractSet[int] = frozenset(), names: Iterable[str] = ()) -> None:
         self.sources = sources
-        self.statements = _statements(function)
+        body = _OwnBody(function)
+        self.statements = body.statements
+        self.yields = body.yields
         self.local = _locally_created(function, self.statements)
-        self.names: Set[str] = set()
+        self.names: Set[str] = set(names)
         changed = True
         while changed:
             changed = False
@@ -108,7 +116,25 @@ class GradientFlow:
             return node.attr.value not in ENDS_HISTORY_ATTRIBUTES and self.carries(node.value)
         if isinstance(node, (cst.Lambda, cst.FunctionDef)):
             return False
+        if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+            return self._comprehension_carries(node)
         return any(self.carries(child) for child in node.children if isinstance(child, cst.CSTNode))
+
+    def _comprehension_carries(self, node: cst.BaseComp) -> bool:
+        """Its loop variables carry history when they iterate over something that does; then it
+        depends on the element expression (``[h.item() for h in history]`` carries none)."""
+        added: List[str] = []
+        generator: Optional[cst.CompFor] = node.for_in
+        while generator is not None:
+            if self.carries(generator.iter):
+                added.extend(name for name in _target_names(generator.target) if name not in self.names)
+            generator = generator.inner_for_in
+        self.names.update(added)
+        try:
+            elements = [node.key, node.value] if isinstance(node, cst.DictComp) else [node.elt]
+            return any(self.carries(element) for element in elements)
+        finally:
+            self.names.difference_update(added)
 
     def _tainted_by(self, statement: cst.CSTNode) -> List[str]:
         if isinstance(statement, cst.Assign) and self.carries(statement.value):
@@ -154,7 +180,7 @@ class GradientFlow:
                 if not self._into_local(call.func.value):
                     return True
         return any(
-            isinstance(node.value, cst.BaseExpression) and self.carries(node.value) for node in _yields(self.function)
+            isinstance(node.value, cst.BaseExpression) and self.carries(node.value) for node in self.yields
         )
 
     def _into_local(self, target: cst.CSTNode) -> bool:
@@ -167,16 +193,3 @@ class GradientFlow:
             return self._into_local(target.value)
         return isinstance(target, cst.Name) and target.value in self.local
 
-
-def _yields(function: cst.FunctionDef) -> List[cst.Yield]:
-    found: List[cst.Yield] = []
-
-    class Collect(cst.CSTVisitor):
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return node is function
-
-        def visit_Yield(self, node: cst.Yield) -> None:
-            found.append(node)
-
-    function.visit(Collect())
-    return found

@@ -10,6 +10,7 @@ import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider
 
 from gpulint.analysis import scope
+from gpulint.analysis.gradients import GradientFlow
 from gpulint.analysis.scope import ScopeAnalysis, analysis_for
 from gpulint.analysis.tensors import dotted_name, is_torch_tensor_function
 from gpulint.diagnostics import Applicability, Fix
@@ -118,15 +119,13 @@ class AccumulatedAutogradHistory(Rule):
     def _fix(self, value: cst.BaseExpression, accumulated: str, analysis: ScopeAnalysis) -> Optional[Fix]:
         """Safe for a local accumulator that never leaves its function; unsafe in module-level code;
         none where the accumulator may be backpropagated by code gpulint cannot see: an attribute,
-        returned or yielded (directly, through a value computed from it, or in a container), put
-        in a container the caller passed or one the function shares with others, or in a loss or
-        criterion function."""
+        its history leaving the function (returned or yielded directly, through a value computed
+        from it or in a container; put in a container the caller passed; a Python number from
+        ``.item()`` carries none), or summed in a loss or criterion function."""
         if "." in accumulated or self._in_loss_function(analysis.node):
             return None
-        if isinstance(analysis.node, cst.FunctionDef):
-            derived = _computed_from(accumulated, analysis.node)
-            if _returns_any(analysis.node, derived) or derived & {*analysis.parameters, *analysis.escaping}:
-                return None
+        if isinstance(analysis.node, cst.FunctionDef) and GradientFlow(analysis.node, names={accumulated}).escapes():
+            return None
         detached = cst.Call(func=cst.Attribute(value=_parenthesized(value), attr=cst.Name("detach")))
         applicability = Applicability.UNSAFE if isinstance(analysis.node, cst.Module) else Applicability.SAFE
         return self.make_fix(applicability, [self.replacement_edit(value, detached)])
