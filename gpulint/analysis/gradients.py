@@ -131,7 +131,10 @@ class GradientFlow:
             generator = generator.inner_for_in
         self.names.update(added)
         try:
-            elements = [node.key, node.value] if isinstance(node, cst.DictComp) else [node.elt]
+            elements: List[cst.BaseExpression] = (
+                [node.key, node.value] if isinstance(node, cst.DictComp)
+                else [node.elt] if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp)) else []
+            )
             return any(self.carries(element) for element in elements)
         finally:
             self.names.difference_update(added)
