@@ -43,11 +43,14 @@ def turns_grad_off(expression: cst.BaseExpression, qualified_names: QualifiedNam
 
 
 def grad_off_mentions(survey: Survey) -> List[ast.AST]:
-    """Nodes naming something that may turn gradients off: the functions around them must be read
-    to know the project's own grad-off decorators."""
+    """Nodes naming something that may turn gradients off (by its name, or imported under another
+    one: ``from torch import no_grad as ng``): the functions around them must be read to know the
+    project's own grad-off decorators."""
+    grad_off = GRAD_OFF | SET_GRAD_ENABLED
     named: List[ast.AST] = [
         *(node for node in survey.nodes(ast.Attribute) if any(word in node.attr for word in GRAD_OFF_WORDS)),
-        *(node for node in survey.nodes(ast.Name) if any(word in node.id for word in GRAD_OFF_WORDS)),
+        *(node for node in survey.nodes(ast.Name)
+          if any(word in node.id for word in GRAD_OFF_WORDS) or survey.qualified_names(node) & grad_off),
     ]
     return named
 
@@ -103,13 +106,19 @@ class GradMode:
         return any(turns_grad_off(item.item, self.qualified_names) for item in node.items)
 
     def guarded_function(self, node: cst.FunctionDef) -> bool:
-        return any(self._decorator_turns_grad_off(decorator.decorator) for decorator in node.decorators)
+        return any(self._decorator_turns_grad_off(decorator.decorator, node) for decorator in node.decorators)
 
-    def _decorator_turns_grad_off(self, decorator: cst.BaseExpression) -> bool:
+    def _decorator_turns_grad_off(self, decorator: cst.BaseExpression, function: cst.FunctionDef) -> bool:
+        """A grad-off decorator; a function of this file (called by its bare name, and not the
+        decorated function itself) that turns gradients off; or any decorator whose name says it
+        does (``smart_inference_mode``)."""
         if turns_grad_off(decorator, self.qualified_names):
             return True
-        name = _last_name(decorator.func if isinstance(decorator, cst.Call) else decorator)
-        return name is not None and (name in self.helpers or any(word in name for word in GRAD_OFF_WORDS[:2]))
+        target = decorator.func if isinstance(decorator, cst.Call) else decorator
+        if isinstance(target, cst.Name) and target.value in self.helpers and target.value != function.name.value:
+            return True
+        name = _last_name(target)
+        return name is not None and any(word in name for word in GRAD_OFF_WORDS[:2])
 
 
 def _last_name(node: cst.BaseExpression) -> Optional[str]:

@@ -1,12 +1,15 @@
 """Does anything computed from some calls' results leave a function, where a caller could backpropagate it?
 
 Values are followed the way autograd follows them: through assignments (plain, annotated, augmented:
-``loss += criterion(out, y)``), loops, any call or operator that takes them (``criterion(out, y)``,
-``out.mean()``, ``torch.cat([out])``), and containers they are put in (``results.append(x)``,
-``d[k] = x``). Only ``.item()``, ``.tolist()``, ``.detach()`` and reading metadata (``.shape``) end
-the history. A value leaves the function when it is returned or yielded, stored on an attribute or
-in a container the function did not create (``self.last = out``, ``results.append(out.mean())`` into
-a caller's list), or declared ``global`` or ``nonlocal``.
+``loss += criterion(out, y)``, walrus), loops, any call or operator that takes them
+(``criterion(out, y)``, ``out.mean()``, ``torch.cat([out])``), and containers they are put in
+(``results.append(x)``, ``d[k] = x``). Only ``.item()``, ``.tolist()``, ``.detach()`` and reading
+metadata (``.shape``) end the history. A value leaves the function when it is returned or yielded
+(``yield from`` too), stored on an attribute (``self.last = out``, ``setattr``) or in a container
+the function did not build itself (``results.append(out.mean())`` into a caller's list, or into
+``cache = self.cache``), handed to a call made for its side effects (``loss_scaler(loss, opt)``
+may backpropagate it), raised, read by a nested function or lambda, or matched by a ``match``
+statement.
 """
 
 from __future__ import annotations
@@ -16,26 +19,33 @@ from typing import AbstractSet, Iterable, List, Optional, Set
 import libcst as cst
 
 ENDS_HISTORY_METHODS = frozenset({"item", "tolist", "detach", "numpy", "size", "dim", "numel", "__len__"})
-ENDS_HISTORY_ATTRIBUTES = frozenset({"shape", "dtype", "device", "ndim", "requires_grad", "is_cuda", "grad_fn"})
+ENDS_HISTORY_ATTRIBUTES = frozenset({"shape", "dtype", "device", "ndim", "requires_grad", "is_cuda", "grad_fn", "data"})
 ENDS_HISTORY_FUNCTIONS = frozenset({"float", "int", "bool", "str", "len", "repr", "format", "isinstance", "type", "print"})
 STORING_METHODS = frozenset({"append", "extend", "insert", "add", "update", "setdefault", "appendleft", "put"})
+ALIASING_VALUES = (cst.Name, cst.Attribute, cst.Subscript)
+"""Values that bind a name to an object that already exists elsewhere (``cache = self.cache``)."""
 
 
 class _OwnBody(cst.CSTVisitor):
-    """The small statements, ``for`` and ``with`` blocks and ``yield`` expressions of one function's
-    own body (not of functions or lambdas nested in it)."""
+    """The small statements, blocks, ``yield`` and walrus expressions of one function's own body,
+    and the functions and lambdas nested in it (whose bodies are not followed)."""
 
     def __init__(self, function: cst.FunctionDef) -> None:
         super().__init__()
         self.function = function
         self.statements: List[cst.CSTNode] = []
         self.yields: List[cst.Yield] = []
+        self.nested: List[cst.CSTNode] = []
         function.visit(self)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return node is self.function
+        if node is self.function:
+            return True
+        self.nested.append(node)
+        return False
 
     def visit_Lambda(self, node: cst.Lambda) -> bool:
+        self.nested.append(node)
         return False
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
@@ -45,6 +55,12 @@ class _OwnBody(cst.CSTVisitor):
         self.statements.append(node)
 
     def visit_With(self, node: cst.With) -> None:
+        self.statements.append(node)
+
+    def visit_Match(self, node: cst.Match) -> None:
+        self.statements.append(node)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
         self.statements.append(node)
 
     def visit_Yield(self, node: cst.Yield) -> None:
@@ -61,23 +77,44 @@ def _target_names(target: cst.CSTNode) -> List[str]:
     return []
 
 
-def _locally_created(function: cst.FunctionDef, statements: List[cst.CSTNode]) -> Set[str]:
-    """Names the function binds itself (not its parameters, not ``global``/``nonlocal`` ones)."""
-    bound: Set[str] = set()
-    declared: Set[str] = set()
+def _own_containers(function: cst.FunctionDef, statements: List[cst.CSTNode]) -> Set[str]:
+    """Names only ever bound, by the function itself, to values it builds: not parameters, not
+    ``global``/``nonlocal`` names, not aliases of existing objects (``cache = self.cache``), not
+    loop or ``with`` variables."""
+    built: Set[str] = set()
+    other: Set[str] = set()
     for statement in statements:
-        if isinstance(statement, cst.Assign):
-            for target in statement.targets:
-                bound.update(_target_names(target.target))
-        elif isinstance(statement, (cst.AnnAssign, cst.AugAssign)):
-            bound.update(_target_names(statement.target))
+        if isinstance(statement, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+            targets = [t.target for t in statement.targets] if isinstance(statement, cst.Assign) else [statement.target]
+            aliasing = not isinstance(statement, cst.AugAssign) and (
+                statement.value is None or isinstance(statement.value, ALIASING_VALUES)
+            )
+            for target in targets:
+                (other if aliasing or not isinstance(target, cst.Name) else built).update(_target_names(target))
         elif isinstance(statement, cst.For):
-            bound.update(_target_names(statement.target))
+            other.update(_target_names(statement.target))
+        elif isinstance(statement, cst.With):
+            other.update(name for item in statement.items if item.asname for name in _target_names(item.asname.name))
+        elif isinstance(statement, cst.NamedExpr):
+            other.update(_target_names(statement.target))
         elif isinstance(statement, (cst.Global, cst.Nonlocal)):
-            declared.update(item.name.value for item in statement.names)
+            other.update(item.name.value for item in statement.names)
     params = function.params
     parameters = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
-    return bound - parameters - declared
+    return built - other - parameters
+
+
+def _reads(node: cst.CSTNode, names: AbstractSet[str]) -> bool:
+    """Whether ``node`` (a nested function or lambda) mentions one of ``names``."""
+    found: List[cst.Name] = []
+
+    class Reads(cst.CSTVisitor):
+        def visit_Name(self, name: cst.Name) -> None:
+            if name.value in names:
+                found.append(name)
+
+    node.visit(Reads())
+    return bool(found)
 
 
 class GradientFlow:
@@ -89,7 +126,8 @@ class GradientFlow:
         body = _OwnBody(function)
         self.statements = body.statements
         self.yields = body.yields
-        self.local = _locally_created(function, self.statements)
+        self.nested = body.nested
+        self.own = _own_containers(function, self.statements)
         self.names: Set[str] = set(names)
         changed = True
         while changed:
@@ -115,22 +153,24 @@ class GradientFlow:
         if isinstance(node, cst.Attribute):
             return node.attr.value not in ENDS_HISTORY_ATTRIBUTES and self.carries(node.value)
         if isinstance(node, (cst.Lambda, cst.FunctionDef)):
-            return False
+            return _reads(node, self.names)
         if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
             return self._comprehension_carries(node)
         return any(self.carries(child) for child in node.children if isinstance(child, cst.CSTNode))
 
     def _comprehension_carries(self, node: cst.BaseComp) -> bool:
-        """Its loop variables carry history when they iterate over something that does; then it
-        depends on the element expression (``[h.item() for h in history]`` carries none)."""
+        """Its loop variables carry history when they iterate over something that does (an inner
+        loop over an outer loop's variable too); then it depends on the element expression
+        (``[h.item() for h in history]`` carries none)."""
         added: List[str] = []
         generator: Optional[cst.CompFor] = node.for_in
-        while generator is not None:
-            if self.carries(generator.iter):
-                added.extend(name for name in _target_names(generator.target) if name not in self.names)
-            generator = generator.inner_for_in
-        self.names.update(added)
         try:
+            while generator is not None:
+                if self.carries(generator.iter):
+                    fresh = [name for name in _target_names(generator.target) if name not in self.names]
+                    added.extend(fresh)
+                    self.names.update(fresh)
+                generator = generator.inner_for_in
             elements: List[cst.BaseExpression] = (
                 [node.key, node.value] if isinstance(node, cst.DictComp)
                 else [node.elt] if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp)) else []
@@ -143,6 +183,8 @@ class GradientFlow:
         if isinstance(statement, cst.Assign) and self.carries(statement.value):
             return [name for target in statement.targets for name in self._holders(target.target)]
         if isinstance(statement, (cst.AnnAssign, cst.AugAssign)) and statement.value is not None and self.carries(statement.value):
+            return self._holders(statement.target)
+        if isinstance(statement, cst.NamedExpr) and self.carries(statement.value):
             return self._holders(statement.target)
         if isinstance(statement, cst.For) and self.carries(statement.iter):
             return _target_names(statement.target)
@@ -158,8 +200,13 @@ class GradientFlow:
 
     @staticmethod
     def _holders(target: cst.CSTNode) -> List[str]:
-        """The names a value assigned to ``target`` ends up in: ``x``, ``a, b``, ``d`` of ``d[k]``."""
+        """The names a value assigned to ``target`` ends up in: ``x``, ``a, b``, ``d`` of ``d[k]``,
+        ``d`` of ``d["out"], n``."""
         if isinstance(target, cst.Subscript):
+            return GradientFlow._holders(target.value)
+        if isinstance(target, (cst.Tuple, cst.List)):
+            return [name for element in target.elements for name in GradientFlow._holders(element.value)]
+        if isinstance(target, cst.StarredElement):
             return GradientFlow._holders(target.value)
         return _target_names(target)
 
@@ -176,23 +223,42 @@ class GradientFlow:
                 return True
             if isinstance(statement, (cst.Assign, cst.AnnAssign, cst.AugAssign)) and statement.value is not None and self.carries(statement.value):
                 targets = [t.target for t in statement.targets] if isinstance(statement, cst.Assign) else [statement.target]
-                if any(not self._into_local(target) for target in targets):
+                if any(not self._into_own(target) for target in targets):
                     return True
+            if isinstance(statement, cst.NamedExpr) and self.carries(statement.value) and not self._into_own(statement.target):
+                return True
+            if isinstance(statement, cst.Match) and self.carries(statement.subject):
+                return True
+            if isinstance(statement, cst.Raise) and statement.exc is not None and self.carries(statement.exc):
+                return True
             call = statement.value if isinstance(statement, cst.Expr) else None
-            if isinstance(call, cst.Call) and self._stores(call) and isinstance(call.func, cst.Attribute):
-                if not self._into_local(call.func.value):
-                    return True
-        return any(
-            isinstance(node.value, cst.BaseExpression) and self.carries(node.value) for node in self.yields
-        )
+            if isinstance(call, cst.Call) and self._call_lets_out(call):
+                return True
+        if any(_reads(nested, self.names) for nested in self.nested):
+            return True
+        return any(self._yielded(node) for node in self.yields)
 
-    def _into_local(self, target: cst.CSTNode) -> bool:
+    def _yielded(self, node: cst.Yield) -> bool:
+        value = node.value.item if isinstance(node.value, cst.From) else node.value
+        return isinstance(value, cst.BaseExpression) and self.carries(value)
+
+    def _call_lets_out(self, call: cst.Call) -> bool:
+        """A call made for its side effects, given a value carrying history: storing it in a
+        container the function did not build, or any call but ``print`` and the like (the callee
+        may keep it or backpropagate it: ``loss_scaler(loss, optimizer)``)."""
+        if not any(self.carries(arg.value) for arg in call.args):
+            return False
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value in STORING_METHODS:
+            return not self._into_own(func.value)
+        return not (isinstance(func, cst.Name) and func.value in ENDS_HISTORY_FUNCTIONS)
+
+    def _into_own(self, target: cst.CSTNode) -> bool:
         """Whether storing into ``target`` keeps the value inside the function."""
         if isinstance(target, cst.Subscript):
-            return self._into_local(target.value)
+            return self._into_own(target.value)
         if isinstance(target, (cst.Tuple, cst.List)):
-            return all(self._into_local(element.value) for element in target.elements)
+            return all(self._into_own(element.value) for element in target.elements)
         if isinstance(target, cst.StarredElement):
-            return self._into_local(target.value)
-        return isinstance(target, cst.Name) and target.value in self.local
-
+            return self._into_own(target.value)
+        return isinstance(target, cst.Name) and target.value in self.own

@@ -231,20 +231,25 @@ class ScopeAnalysis:
                         stored |= _names_in(arg.value)
         return frozenset(stored)
 
-    def held_by(self) -> Dict[str, FrozenSet[str]]:
-        """For each name, the names bound to a container built with its value (``kwargs =
-        dict(input_ids=ids)``, ``batch = {"x": x}``, ``pair = (a, b)``): while one of them is
-        alive, deleting the name frees nothing."""
+    def held_by(self, step: Step) -> Dict[str, FrozenSet[str]]:
+        """For each name, the names that may still be bound, when ``step`` runs, to a container
+        built with its value (``kwargs = dict(input_ids=ids)``, ``batch = {"x": x}``, ``pair =
+        (a, b)``; not once deleted or rebound): while one of them is alive, deleting the name frees
+        nothing."""
+
+        def holds_a_container(name: str, value: cst.BaseExpression) -> bool:
+            return not isinstance(value, cst.Name) and bool(_names_in(value) - {name})
+
+        contents: Dict[str, set] = {}
+        for node in (s.node for s in self.graph.steps if s.node is not None):
+            for holder, value in self._bindings(node):
+                if value is not None and holds_a_container(holder, value):
+                    contents.setdefault(holder, set()).update(_names_in(value) - {holder})
         holders: Dict[str, set] = {}
-        for node in (step.node for step in self.graph.steps):
-            if isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None:
-                targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-                bound = {t.value for t in targets if isinstance(t, cst.Name)}
-                if not bound or isinstance(node.value, cst.Name):
-                    continue
-                for name in _names_in(node.value):
-                    holders.setdefault(name, set()).update(bound - {name})
-        return {name: frozenset(found) for name, found in holders.items() if found}
+        for holder in self.holding_before(step, holds_a_container):
+            for name in contents.get(holder, ()):
+                holders.setdefault(name, set()).add(holder)
+        return {name: frozenset(found) for name, found in holders.items()}
 
     def in_binding_order(self, names) -> List[str]:
         """``names`` ordered by where the scope first binds them."""

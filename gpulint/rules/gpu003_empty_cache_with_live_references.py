@@ -64,7 +64,7 @@ class EmptyCacheWithLiveReferences(Rule):
         live = analysis.live_before(step)
         excluded = live | analysis.escaping | set(analysis.parameters) | analysis.stored_elsewhere()
         dead = {name for name in analysis.holding[step] if name not in excluded}
-        held_by = analysis.held_by()
+        held_by = analysis.held_by(step)
         while True:
             still_held = {name for name in dead if held_by.get(name, frozenset()) - dead}
             if not still_held:

@@ -124,8 +124,10 @@ class AccumulatedAutogradHistory(Rule):
         ``.item()`` carries none), or summed in a loss or criterion function."""
         if "." in accumulated or self._in_loss_function(analysis.node):
             return None
-        if isinstance(analysis.node, cst.FunctionDef) and GradientFlow(analysis.node, names={accumulated}).escapes():
-            return None
+        if isinstance(analysis.node, cst.FunctionDef):
+            flow = GradientFlow(analysis.node, names={accumulated})
+            if accumulated not in flow.own or flow.escapes():
+                return None
         detached = cst.Call(func=cst.Attribute(value=_parenthesized(value), attr=cst.Name("detach")))
         applicability = Applicability.UNSAFE if isinstance(analysis.node, cst.Module) else Applicability.SAFE
         return self.make_fix(applicability, [self.replacement_edit(value, detached)])
@@ -331,13 +333,16 @@ def _computed_from(name: str, scope_node: cst.CSTNode) -> Set[str]:
             if isinstance(node, cst.Call):
                 if not (isinstance(node.func, cst.Attribute) and node.func.attr.value in STORING_METHODS):
                     continue
-                if not any(_names_of(arg.value) & derived for arg in node.args):
+                receiver = dotted_name(node.func.value)
+                if receiver is None or not any(_names_of(arg.value) & derived for arg in node.args):
                     continue
-                targets = [node.func.value]
-            elif not _names_of(node.value) & derived:
+                if receiver not in derived:
+                    derived.add(receiver)
+                    changed = True
                 continue
-            else:
-                targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            if not _names_of(node.value) & derived:
+                continue
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
             for target in targets:
                 for bound in _names_of(target):
                     if bound not in derived:
