@@ -104,8 +104,8 @@ def _own_containers(function: cst.FunctionDef, statements: List[cst.CSTNode]) ->
     return built - other - parameters
 
 
-def _reads(node: cst.CSTNode, names: AbstractSet[str]) -> bool:
-    """Whether ``node`` (a nested function or lambda) mentions one of ``names``."""
+def mentions(node: cst.CSTNode, names: AbstractSet[str]) -> bool:
+    """Whether ``node`` mentions one of ``names`` (anywhere inside it)."""
     found: List[cst.Name] = []
 
     class Reads(cst.CSTVisitor):
@@ -153,7 +153,7 @@ class GradientFlow:
         if isinstance(node, cst.Attribute):
             return node.attr.value not in ENDS_HISTORY_ATTRIBUTES and self.carries(node.value)
         if isinstance(node, (cst.Lambda, cst.FunctionDef)):
-            return _reads(node, self.names)
+            return mentions(node, self.names)
         if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
             return self._comprehension_carries(node)
         return any(self.carries(child) for child in node.children if isinstance(child, cst.CSTNode))
@@ -234,7 +234,7 @@ class GradientFlow:
             call = statement.value if isinstance(statement, cst.Expr) else None
             if isinstance(call, cst.Call) and self._call_lets_out(call):
                 return True
-        if any(_reads(nested, self.names) for nested in self.nested):
+        if any(mentions(nested, self.names) for nested in self.nested):
             return True
         return any(self._yielded(node) for node in self.yields)
 

@@ -11,7 +11,7 @@ import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
 
 from gpulint.analysis.aliases import AliasGroup
-from gpulint.analysis.gradients import GradientFlow
+from gpulint.analysis.gradients import GradientFlow, mentions
 from gpulint.analysis.tensors import dotted_name
 from gpulint.diagnostics import Applicability, Fix
 from gpulint.grad_mode import GradMode, grad_off_mentions
@@ -203,7 +203,7 @@ class InferenceWithoutNoGrad(Rule):
         for index in range(start + 1, len(body)):
             if _starts_section(body[index]):
                 break
-            if _mentions(body[index], group.names):
+            if mentions(body[index], group.names):
                 end = index
         if self.context.path.endswith(".ipynb") and _displayed(body, end):
             end -= 1
@@ -258,18 +258,6 @@ def _displayed(body: Sequence[cst.CSTNode], index: int) -> bool:
     statement = body[index]
     last_in_cell = index + 1 == len(body) or _starts_section(body[index + 1])
     return last_in_cell and isinstance(statement, cst.SimpleStatementLine) and isinstance(statement.body[-1], cst.Expr)
-
-
-def _mentions(node: cst.CSTNode, names: set) -> bool:
-    found = []
-
-    class Find(cst.CSTVisitor):
-        def visit_Name(self, name: cst.Name) -> None:
-            if name.value in names:
-                found.append(name)
-
-    node.visit(Find())
-    return bool(found)
 
 
 def _facts_scope(survey: Survey, node: ast.AST) -> ast.AST:
