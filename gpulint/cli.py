@@ -14,7 +14,7 @@ from gpulint.pages import read_page
 from gpulint.report import RunReport, reporters
 from gpulint.report.statistics import render as render_statistics
 from gpulint.report.style import wants_color
-from gpulint.report.summary import summary_line
+from gpulint.report.summary import plural, summary_line
 from gpulint.selection import SelectionLayer
 from gpulint.cache import ResultCache
 from gpulint.parallel import Task, default_jobs, process_files
@@ -32,7 +32,16 @@ def _positive(value: str) -> int:
 
 
 def _codes(value: str) -> List[str]:
-    return [code.strip() for code in value.split(",") if code.strip()]
+    """Comma-separated rule codes or prefixes; none at all (``--select ''``, as an unset variable
+    in a CI script gives) is a usage error, never a silent run of no rules."""
+    codes = [code.strip() for code in value.split(",") if code.strip()]
+    if not codes:
+        raise argparse.ArgumentTypeError("expected one or more rule codes or prefixes")
+    return codes
+
+
+def _patterns(value: str) -> List[str]:
+    return [pattern.strip() for pattern in value.split(",") if pattern.strip()]
 
 
 def _check_parser() -> argparse.ArgumentParser:
@@ -53,14 +62,15 @@ def _check_parser() -> argparse.ArgumentParser:
     selection.add_argument("--extend-select", type=_codes, default=[], metavar="CODES", help="codes or prefixes to enable in addition")
     selection.add_argument("--ignore", type=_codes, default=[], metavar="CODES", help="codes or prefixes to disable")
     files = parser.add_argument_group("file selection")
-    files.add_argument("--exclude", type=_codes, metavar="PATTERNS", help="glob patterns to skip during discovery (replaces the defaults)")
-    files.add_argument("--extend-exclude", type=_codes, default=[], metavar="PATTERNS", help="glob patterns to skip in addition")
+    files.add_argument("--exclude", type=_patterns, metavar="PATTERNS", help="glob patterns to skip during discovery (replaces the defaults)")
+    files.add_argument("--extend-exclude", type=_patterns, default=[], metavar="PATTERNS", help="glob patterns to skip in addition")
     files.add_argument("--force-exclude", action="store_true", help="apply the exclude settings to files named on the command line too (for pre-commit)")
     files.add_argument("--stdin-filename", metavar="PATH", help="the name to report (and configure) for source read from stdin")
     files.add_argument("--config", type=Path, metavar="FILE", help="read [tool.gpulint] from this file instead of the nearest pyproject.toml")
     run = parser.add_argument_group("run")
     output = parser.add_argument_group("output")
-    output.add_argument("--format", choices=sorted(reporters()), default="text", help="output format (default: text)")
+    output.add_argument("--format", "--output-format", dest="format", choices=sorted(reporters()), default="text", help="output format (default: text)")
+    output.add_argument("--output-file", type=Path, metavar="FILE", help="write the report to FILE instead of standard output")
     output.add_argument("--statistics", action="store_true", help="print how often each rule fired instead of the diagnostics")
     output.add_argument("--exit-zero", action="store_true", help="exit 0 even when problems remain")
     output.add_argument("-q", "--quiet", action="store_true", help="print diagnostics only, no summary")
@@ -172,6 +182,13 @@ def _check_paths(args: argparse.Namespace, overrides: Overrides, mode: Mode) -> 
 
 def _check_command(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
     args = _check_parser().parse_args(argv)
+    if args.output_file is not None:
+        with open(args.output_file, "w", encoding="utf-8") as stream:
+            return _run_check(args, stream, err)
+    return _run_check(args, out, err)
+
+
+def _run_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     mode = _mode(args)
     try:
         overrides = _overrides(args)
@@ -184,6 +201,8 @@ def _check_command(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
         return EXIT_ERROR
     report = RunReport(results, mode, unsafe)
     errors = [result.error for result in results if result.error is not None]
+    if not results and args.paths != ["-"]:
+        err.write("warning: No Python files found under the given path(s)\n")
     report_stream = err if (mode is Mode.FIX and args.paths == ["-"]) else out
     for error in errors:
         err.write(f"error: {error}\n")
@@ -192,7 +211,8 @@ def _check_command(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
             out.write(result.diff)
         changed = sum(1 for result in results if result.diff)
         if not args.quiet:
-            err.write(f"Would fix {sum(r.fixed for r in results)} problem(s) in {changed} file(s).\n" if changed else "No fixes to apply.\n")
+            would = f"Would fix {plural(sum(r.fixed for r in results), 'problem')} in {plural(changed, 'file')}."
+            err.write(f"{would}\n" if changed else "No fixes to apply.\n")
         return EXIT_ERROR if errors else (EXIT_FINDINGS if changed else EXIT_CLEAN)
     machine_readable = args.format in ("json", "sarif", "github")
     color = not machine_readable and wants_color(report_stream)

@@ -265,3 +265,33 @@ def test_caret_lines_up_under_tab_indentation(project):
     result = run_gpulint(["tabs.py"], cwd=project)
     assert "3 | \tx = torch.load(p)\n  | \t    ^^^^^^^^^^^^^ GPU001" in result.stdout
 
+
+
+@pytest.mark.parametrize("option", ["--select", "--extend-select", "--ignore"])
+def test_an_empty_rule_selector_is_a_usage_error(project, option):
+    result = run_gpulint(["check", option, "", "unsafe.py"], cwd=project)
+    assert result.returncode == 2
+    assert f"argument {option}: expected one or more rule codes" in result.stderr
+    assert "All checks passed" not in result.stdout
+
+
+def test_paths_without_python_files_say_so(tmp_path):
+    (tmp_path / "notes.txt").write_text("no code here\n")
+    result = run_gpulint(["check", "."], cwd=tmp_path)
+    assert result.returncode == 0
+    assert "warning: No Python files found under the given path(s)" in result.stderr
+
+
+def test_output_format_alias_and_output_file(project):
+    result = run_gpulint(["check", "--output-format", "json", "--output-file", "report.json", "unsafe.py"], cwd=project)
+    assert result.returncode == 1 and result.stdout == ""
+    (item,) = json.loads((project / "report.json").read_text(encoding="utf-8"))
+    assert item["code"] == "GPU001"
+
+
+def test_diff_summary_counts_in_words(project):
+    result = run_gpulint(["check", "--diff", "safe.py"], cwd=project)
+    assert result.returncode == 1
+    assert result.stderr.strip().endswith("Would fix 1 problem in 1 file.")
+    result = run_gpulint(["check", "--diff", "--unsafe-fixes", "safe.py", "unsafe.py"], cwd=project)
+    assert result.stderr.strip().endswith("Would fix 2 problems in 2 files.")

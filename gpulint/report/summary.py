@@ -6,14 +6,14 @@ from gpulint.diagnostics import Applicability
 from gpulint.report import RunReport
 
 
-def _plural(count: int, word: str) -> str:
+def plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 
 
 def summary_line(report: RunReport) -> str:
     findings = _findings_summary(report)
     if report.failed_files:
-        not_checked = f"{_plural(report.failed_files, 'file')} could not be checked or fixed (see errors above)."
+        not_checked = f"{plural(report.failed_files, 'file')} could not be checked or fixed (see errors above)."
         return not_checked if findings == "All checks passed!" else f"{findings} {not_checked}"
     return findings
 
@@ -21,7 +21,7 @@ def summary_line(report: RunReport) -> str:
 def _findings_summary(report: RunReport) -> str:
     remaining = report.diagnostics
     if report.fixed:
-        return f"Found {_plural(report.fixed + len(remaining), 'problem')} ({report.fixed} fixed, {len(remaining)} remaining)."
+        return f"Found {plural(report.fixed + len(remaining), 'problem')} ({report.fixed} fixed, {len(remaining)} remaining)."
     if not remaining:
         return "All checks passed!"
     fixable = sum(1 for d in remaining if report.applies_with_fix(d))
@@ -35,4 +35,4 @@ def _findings_summary(report: RunReport) -> str:
     if unsafe:
         details.append(f"{unsafe} with --unsafe-fixes")
     suffix = f" ({', '.join(details)})" if details else ""
-    return f"Found {_plural(len(remaining), 'problem')}{suffix}."
+    return f"Found {plural(len(remaining), 'problem')}{suffix}."
