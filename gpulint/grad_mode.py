@@ -24,6 +24,8 @@ GRAD_OFF_WORDS = ("no_grad", "inference_mode", "set_grad_enabled")
 """Words in a name that may turn gradients off: a function whose body mentions one may be a
 project decorator that does, and an imported decorator named with one (``smart_inference_mode``)
 is taken to."""
+DECORATOR_WORDS = ("no_grad", "inference_mode")
+"""Words that make a decorator of unknown definition count as turning gradients off."""
 
 
 def turns_grad_off(expression: cst.BaseExpression, qualified_names: QualifiedNames) -> bool:
@@ -118,7 +120,7 @@ class GradMode:
         if isinstance(target, cst.Name) and target.value in self.helpers and target.value != function.name.value:
             return True
         name = _last_name(target)
-        return name is not None and any(word in name for word in GRAD_OFF_WORDS[:2])
+        return name is not None and any(word in name for word in DECORATOR_WORDS)
 
 
 def _last_name(node: cst.BaseExpression) -> Optional[str]:

@@ -2,8 +2,9 @@
 
 A loaded checkpoint that is only handed to ``load_state_dict``, indexed with string keys whose values
 go the same way, iterated through ``.keys()``, or rebuilt by a dict comprehension over ``.items()``
-whose values go the same way, behaves the same wherever its tensors live. Any other use (returned, called, moved, stored, unpacked) may depend on the device, and so may any
-use of a name bound outside a function body: other modules can import a module-level name.
+whose values go the same way, behaves the same wherever its tensors live. Any other use (returned,
+called, moved, stored, unpacked) may depend on the device, and so may any use of a name bound
+outside a function body: other modules can import a module-level name.
 """
 
 from __future__ import annotations
