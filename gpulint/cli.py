@@ -165,7 +165,7 @@ def _check_paths(args: argparse.Namespace, overrides: Overrides, mode: Mode) -> 
             results.append(FileResult(raw, error=FileError(raw, "no such file or directory")))
             continue
         settings = settings_by_root.setdefault(raw, settings_for(root, overrides))
-        if args.force_exclude and settings.is_excluded(root):
+        if args.force_exclude and settings.is_excluded_with_parents(root):
             continue
         unsafe = unsafe or settings.unsafe_fixes
         cache = None if args.no_cache or args.no_prefilter else ResultCache(settings.cache_dir)

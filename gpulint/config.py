@@ -167,6 +167,19 @@ class Settings:
     def is_excluded(self, path: Path) -> bool:
         return _matches(self.exclude, path, self.root)
 
+    def is_excluded_with_parents(self, path: Path) -> bool:
+        """Whether ``path`` or a folder it lies in, up to the configuration root, is excluded
+        (what ``--force-exclude`` asks of a file named on the command line, as in ruff)."""
+        resolved = path.resolve()
+        if self.is_excluded(resolved):
+            return True
+        for parent in resolved.parents:
+            if parent == self.root or self.root not in parent.parents:
+                return False
+            if self.is_excluded(parent):
+                return True
+        return False
+
     def codes_for(self, path: Path) -> Tuple[str, ...]:
         """The codes of the rules that run on ``path``: those enabled, less its per-file ignores."""
         ignored = set()

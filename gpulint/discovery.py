@@ -62,7 +62,16 @@ def _is_virtualenv(directory: Path) -> bool:
     return (directory / "pyvenv.cfg").is_file()
 
 
-def _walk(directory: Path, settings: Settings, ignores: List[_Ignore]) -> Iterator[Path]:
+def _inside(path: Path, tree: Path) -> bool:
+    """Whether ``path``, with every link resolved, lies in ``tree`` (an already resolved folder)."""
+    try:
+        resolved = path.resolve()
+    except (OSError, RuntimeError):
+        return False
+    return resolved == tree or tree in resolved.parents
+
+
+def _walk(directory: Path, settings: Settings, ignores: List[_Ignore], tree: Path) -> Iterator[Path]:
     own = _read_ignore_file(directory / ".gitignore")
     if own is not None:
         ignores = [*ignores, (directory, own)]
@@ -77,8 +86,8 @@ def _walk(directory: Path, settings: Settings, ignores: List[_Ignore]) -> Iterat
             continue
         if is_dir:
             if not entry.is_symlink() and not _is_virtualenv(path):
-                yield from _walk(path, settings, ignores)
-        elif entry.name.endswith(PYTHON_SUFFIXES):
+                yield from _walk(path, settings, ignores, tree)
+        elif entry.name.endswith(PYTHON_SUFFIXES) and (not entry.is_symlink() or _inside(path, tree)):
             yield path
 
 
@@ -87,7 +96,8 @@ def discover(root: Path, settings: Settings) -> Iterator[Path]:
 
     A named file is always checked; a named directory is walked, skipping what ``.gitignore`` files
     and the ``exclude`` settings exclude below it (a directory named although ignored is walked
-    with only its own ``.gitignore`` files).
+    with only its own ``.gitignore`` files). Like black, the walk never follows a link to a folder,
+    nor a link to a file outside the named directory, so nothing outside it is read or rewritten.
     """
     if not root.is_dir():
         yield root
@@ -96,5 +106,5 @@ def discover(root: Path, settings: Settings) -> Iterator[Path]:
     inherited = _inherited_ignores(directory)
     if _is_ignored(directory, True, inherited):
         inherited = []
-    for found in _walk(directory, settings, inherited):
+    for found in _walk(directory, settings, inherited, directory):
         yield root / found.relative_to(directory)

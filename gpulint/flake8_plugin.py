@@ -15,23 +15,25 @@ from gpulint.rule import Rule
 from gpulint.rules import ALL_CODES, rules_for
 
 
+class GpulintConfigError(Exception):
+    """``[tool.gpulint]`` cannot be used; flake8 stops and prints this, as ``gpulint check`` exits 2."""
+
+
 @functools.lru_cache(maxsize=None)
-def _settings_for_directory(directory: str) -> Optional[Settings]:
+def _settings_for_directory(directory: str) -> Settings:
     try:
         return settings_for(Path(directory), Overrides())
-    except ConfigError:
-        return None
+    except ConfigError as error:
+        raise GpulintConfigError(f"gpulint: error: {error}") from None
 
 
 def _configuration(filename: str) -> Tuple[List[Type[Rule]], Mapping[str, object]]:
     """The rules ``[tool.gpulint]`` enables for this file (flake8's own selection applies on top),
-    and the rule settings."""
+    and the rule settings; a broken table raises ``GpulintConfigError``, never silently ignored."""
     if filename in ("stdin", "-"):
         return rules_for(ALL_CODES), {}
     path = Path(filename)
     settings = _settings_for_directory(str(path.resolve().parent))
-    if settings is None:
-        return rules_for(ALL_CODES), {}
     return rules_for(settings.codes_for(path)), settings.options
 
 
@@ -44,12 +46,12 @@ class GpulintChecker:
     def __init__(self, tree: object, lines: Sequence[str], filename: str) -> None:
         self.lines = lines
         self.filename = filename
+        self.rules, self.options = _configuration(filename)
 
     def run(self) -> Iterator[Tuple[int, int, str, type]]:
         source = "".join(self.lines)
         try:
-            rules, options = _configuration(self.filename)
-            diagnostics = lint_source(source, self.filename, rules, options=options)
+            diagnostics = lint_source(source, self.filename, self.rules, options=self.options)
         except (cst.ParserSyntaxError, RecursionError):
             return
         for diagnostic in diagnostics:

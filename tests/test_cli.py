@@ -295,3 +295,46 @@ def test_diff_summary_counts_in_words(project):
     assert result.stderr.strip().endswith("Would fix 1 problem in 1 file.")
     result = run_gpulint(["check", "--diff", "--unsafe-fixes", "safe.py", "unsafe.py"], cwd=project)
     assert result.stderr.strip().endswith("Would fix 2 problems in 2 files.")
+
+
+@pytest.mark.parametrize(
+    ("config", "path"),
+    [
+        ('[tool.gpulint]\nextend-exclude = ["scratch/"]\n', "scratch/s.py"),
+        ('[tool.gpulint]\nextend-exclude = ["scratch"]\n', "scratch/deeper/s.py"),
+        ("[tool.gpulint]\n", "build/x.py"),
+        ("[tool.gpulint]\n", "node_modules/pkg/y.py"),
+    ],
+)
+def test_force_exclude_skips_files_in_excluded_folders(project, config, path):
+    (project / "pyproject.toml").write_text(config)
+    (project / path).parent.mkdir(parents=True)
+    (project / path).write_text(UNSAFE)
+    forced = run_gpulint(["check", "--force-exclude", path], cwd=project)
+    assert forced.returncode == 0 and "GPU001" not in forced.stdout
+    named = run_gpulint(["check", path], cwd=project)
+    assert named.returncode == 1, "a file named without --force-exclude is always checked"
+
+
+def test_force_exclude_ignores_excluded_folders_above_the_project(tmp_path):
+    project = tmp_path / "build" / "project"
+    project.mkdir(parents=True)
+    (project / "pyproject.toml").write_text("[tool.gpulint]\n")
+    (project / "x.py").write_text(UNSAFE)
+    assert run_gpulint(["check", "--force-exclude", "x.py"], cwd=project).returncode == 1
+
+
+def test_discovery_never_follows_a_link_out_of_the_tree(tmp_path):
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "victim.py").write_text(SAFE)
+    repo = tmp_path / "repo"
+    (repo / "pkg").mkdir(parents=True)
+    (repo / "real.py").write_text(SAFE)
+    (repo / "link.py").symlink_to(tmp_path / "outside" / "victim.py")
+    (repo / "pkg" / "inner_link.py").symlink_to(repo / "real.py")
+    result = run_gpulint(["--fix", "."], cwd=repo)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (tmp_path / "outside" / "victim.py").read_text() == SAFE
+    assert "map_location" in (repo / "real.py").read_text()
+    named = run_gpulint(["check", "link.py"], cwd=repo)
+    assert named.returncode == 1, "a link named on the command line is still checked"

@@ -60,3 +60,28 @@ def test_fix_argument_rewrites_the_file(repository, environment):
     assert (repository / "bad.py").read_text() == BAD.replace("torch.load(path)", 'torch.load(path, map_location="cpu")')
     again = _pre_commit(["run", "--files", "bad.py", "good.py"], repository, environment)
     assert again.returncode == 0, again.stdout
+
+
+def test_a_failing_run_never_ends_with_a_clean_verdict(repository, environment):
+    """One process checks every file (``require_serial``), and the hook prints findings only, so no
+    batch of clean files can add "All checks passed!" to a failing run's output."""
+    names = ["bad.py"]
+    for number in range(6):
+        (repository / f"clean_{number}.py").write_text(GOOD)
+        names.append(f"clean_{number}.py")
+    result = _pre_commit(["try-repo", str(ROOT), "gpulint", "--files", *names], repository, environment)
+    assert result.returncode == 1
+    assert "bad.py:5:27: GPU001" in result.stdout
+    assert "All checks passed!" not in result.stdout
+
+
+def test_force_exclude_skips_files_in_excluded_folders(repository, environment):
+    (repository / "pyproject.toml").write_text('[tool.gpulint]\nextend-exclude = ["scratch/"]\n')
+    for folder in ("scratch", "build", "node_modules/pkg"):
+        (repository / folder).mkdir(parents=True)
+        (repository / folder / "s.py").write_text(BAD)
+    names = ["scratch/s.py", "build/s.py", "node_modules/pkg/s.py", "good.py"]
+    subprocess.run(["git", "add", "-f", *names, "pyproject.toml"], cwd=repository, check=True)
+    result = _pre_commit(["try-repo", str(ROOT), "gpulint", "--files", *names], repository, environment)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "GPU001" not in result.stdout
