@@ -1,17 +1,25 @@
 """The result cache: what checking a file found, keyed by everything the finding depends on.
 
-An entry's key hashes the file's name and content, gpulint's version and the job (rules, unsafe
-fixes, rule options), so any change misses. Entries are JSON files written through a temporary
-file and an atomic rename, so concurrent runs never see half an entry; an entry that does not read
-back exactly (corrupt, truncated, another format) is ignored and rewritten, never trusted. The
-directory carries a ``.gitignore`` so it never shows up in version control.
+An entry's key hashes the file's name and content, gpulint's version, the source of the gpulint
+package that produced it (so an edited rule misses even under the same version) and the job (rules,
+unsafe fixes, rule options), so any change misses. The key is an HMAC under a secret kept outside
+any project, in the user's cache folder (``$XDG_CACHE_HOME/gpulint/secret``, created on first use):
+entries written by another installation, or committed to a repository, are never found, so a
+result is only ever read from a cache this installation wrote. Without a usable secret nothing is
+cached. Entries are JSON files written through a temporary file and an atomic rename, so
+concurrent runs never see half an entry; an entry that does not read back exactly (corrupt,
+truncated, another format) is ignored and rewritten, never trusted. The directory carries a
+``.gitignore`` so it never shows up in version control.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import hmac
 import json
 import os
+import secrets
 import tempfile
 from pathlib import Path
 from typing import Any, List, Optional, Protocol, Sequence, Tuple
@@ -19,11 +27,11 @@ from typing import Any, List, Optional, Protocol, Sequence, Tuple
 from gpulint import __version__
 from gpulint.diagnostics import Applicability, Diagnostic, Edit, Fix, Position
 
-FORMAT = 1
+FORMAT = 2
 """Bumped whenever an entry's layout changes."""
 
-ErrorFields = Tuple[str, Optional[int], Optional[int]]
-"""A cached per-file error: message, line, column."""
+ErrorFields = Tuple[str, Optional[int], Optional[int], Optional[int]]
+"""A cached per-file error: message, line, column, notebook cell."""
 
 
 class CacheableJob(Protocol):
@@ -67,18 +75,65 @@ def _diagnostic_from_json(path: str, entry: dict) -> Diagnostic:
     )
 
 
+@functools.lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """A hash of every module of the installed gpulint package: the code that produces a result."""
+    package = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for module in sorted(package.rglob("*.py")):
+        digest.update(module.relative_to(package).as_posix().encode() + b"\0")
+        digest.update(module.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def secret_path() -> Path:
+    """Where this installation's cache secret lives: the user's cache folder, never a project."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "gpulint" / "secret"
+
+
+@functools.lru_cache(maxsize=None)
+def _read_or_create_secret(path: Path) -> Optional[bytes]:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        pass
+    except OSError:
+        return None
+    else:
+        with os.fdopen(descriptor, "w", encoding="ascii") as stream:
+            stream.write(secrets.token_hex(32))
+    try:
+        secret = path.read_text(encoding="ascii").strip()
+    except (OSError, ValueError):
+        return None
+    return secret.encode() if len(secret) == 64 else None
+
+
+def installation_secret() -> Optional[bytes]:
+    """The secret that keys this installation's cache entries; None if it cannot be kept."""
+    return _read_or_create_secret(secret_path())
+
+
 class ResultCache:
     """Cached check results under one directory (``cache-dir``)."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, secret: bytes) -> None:
         self.directory = directory
+        self.secret = secret
 
-    @staticmethod
-    def key(path: str, text: str, job: CacheableJob) -> str:
+    @classmethod
+    def open(cls, directory: Path) -> Optional["ResultCache"]:
+        """The cache under ``directory``, or None when this installation has no usable secret."""
+        secret = installation_secret()
+        return None if secret is None else cls(directory, secret)
+
+    def key(self, path: str, text: str, job: CacheableJob) -> str:
         settings = json.dumps(
-            [FORMAT, __version__, path, sorted(job.codes), job.unsafe_fixes, sorted(dict(job.options).items())]
+            [FORMAT, __version__, code_fingerprint(), path, sorted(job.codes), job.unsafe_fixes, sorted(dict(job.options).items())]
         )
-        digest = hashlib.sha256(settings.encode())
+        digest = hmac.new(self.secret, settings.encode(), hashlib.sha256)
         digest.update(b"\0")
         digest.update(text.encode("utf-8", "surrogatepass"))
         return digest.hexdigest()
@@ -94,7 +149,7 @@ class ResultCache:
                 return None
             diagnostics = [_diagnostic_from_json(entry["path"], item) for item in entry["diagnostics"]]
             error = entry["error"]
-            return diagnostics, None if error is None else (str(error[0]), error[1], error[2])
+            return diagnostics, None if error is None else (str(error[0]), error[1], error[2], error[3])
         except (OSError, ValueError, KeyError, TypeError, IndexError):
             return None
 

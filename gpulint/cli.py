@@ -168,7 +168,7 @@ def _check_paths(args: argparse.Namespace, overrides: Overrides, mode: Mode) -> 
         if args.force_exclude and settings.is_excluded_with_parents(root):
             continue
         unsafe = unsafe or settings.unsafe_fixes
-        cache = None if args.no_cache or args.no_prefilter else ResultCache(settings.cache_dir)
+        cache = None if args.no_cache or args.no_prefilter else ResultCache.open(settings.cache_dir)
         for path in discover(root, settings):
             key = path.resolve()
             if key in seen:

@@ -34,9 +34,12 @@ class FileError:
     column: Optional[int] = None
     transient: bool = False
     """An error a rerun might not repeat (a time budget, an internal error): never cached."""
+    cell: Optional[int] = None
+    """For a notebook, the cell that ``line`` counts in."""
 
     def __str__(self) -> str:
-        where = self.path if self.line is None else f"{self.path}:{self.line}:{self.column}"
+        cell = "" if self.cell is None else f":cell {self.cell}"
+        where = self.path if self.line is None else f"{self.path}{cell}:{self.line}:{self.column}"
         return f"{where}: {self.message}"
 
 
@@ -166,7 +169,10 @@ def _cached(display: str, source: SourceFile, job: Job, cache: Optional[ResultCa
     if cached is None:
         return None
     diagnostics, error = cached
-    result = FileResult(display, diagnostics, error=error and FileError(display, *error), text=source.text)
+    result = FileResult(display, diagnostics, text=source.text)
+    if error is not None:
+        message, line, column, cell = error
+        result.error = FileError(display, message, line, column, cell=cell)
     if is_notebook(display):
         try:
             result.notebook = parse_notebook(source.text)
@@ -201,7 +207,7 @@ def process_file(path: Path, job: Job, cache: Optional[ResultCache] = None) -> F
         return cached
     result = process_source(display, source.text, job)
     if cache is not None and job.mode is Mode.CHECK and (result.error is None or not result.error.transient):
-        error_fields = result.error and (result.error.message, result.error.line, result.error.column)
+        error_fields = result.error and (result.error.message, result.error.line, result.error.column, result.error.cell)
         cache.store(cache.key(display, source.text, job), display, result.diagnostics, error_fields)
     if job.mode is Mode.FIX and result.error is None and result.new_file_text not in (None, source.text):
         try:

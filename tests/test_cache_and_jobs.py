@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from tests.helpers import FIXTURES, run_gpulint
+from tests.helpers import FIXTURES, ROOT, run_gpulint
 
 DEMO = FIXTURES / "demo"
 
@@ -115,3 +116,38 @@ def test_jobs_must_be_positive(tmp_path):
     completed = run_gpulint(["check", "--jobs", "0", "."], cwd=tmp_path)
     assert completed.returncode == 2
     assert "--jobs" in completed.stderr
+
+
+def _run(args, cwd: Path, **environment: str) -> subprocess.CompletedProcess:
+    """``python -m gpulint`` with extra environment (a cache home, another copy of the package)."""
+    env = {**os.environ, "NO_COLOR": "1", **environment}
+    return subprocess.run([sys.executable, "-m", "gpulint", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+
+
+def _forge_clean_entries(cache: Path) -> None:
+    for entry in _entries(cache):
+        data = json.loads(entry.read_text())
+        data["diagnostics"] = []
+        entry.write_text(json.dumps(data), encoding="utf-8")
+
+
+def test_only_a_cache_this_installation_wrote_is_trusted(tmp_path):
+    project = _project(tmp_path)
+    ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
+    assert _run(["check", "."], project, XDG_CACHE_HOME=theirs).returncode == 1
+    _forge_clean_entries(project / ".gpulint_cache")
+    assert _run(["check", "."], project, XDG_CACHE_HOME=theirs).returncode == 0, "the writer's own entries are read"
+    result = _run(["check", "--format", "json", "."], project, XDG_CACHE_HOME=ours)
+    assert result.returncode == 1 and json.loads(result.stdout), "entries written elsewhere are never read"
+
+
+def test_a_changed_rule_misses_the_cache(tmp_path):
+    project = _project(tmp_path)
+    package = tmp_path / "copy"
+    shutil.copytree(ROOT / "gpulint", package / "gpulint", ignore=shutil.ignore_patterns("__pycache__"))
+    first = _run(["check", "--format", "json", "."], project, PYTHONPATH=str(package), XDG_CACHE_HOME=str(tmp_path / "home"))
+    assert first.returncode == 1
+    rule = package / "gpulint" / "rules" / "gpu001_torch_load_without_map_location.py"
+    rule.write_text(rule.read_text().replace("loads every tensor", "loads each tensor"))
+    second = _run(["check", "--format", "json", "."], project, PYTHONPATH=str(package), XDG_CACHE_HOME=str(tmp_path / "home"))
+    assert "loads each tensor" in second.stdout and "loads every tensor" not in second.stdout
