@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, TextIO
@@ -13,6 +14,7 @@ from gpulint.discovery import discover
 from gpulint.pages import read_page
 from gpulint.report import RunReport, reporters
 from gpulint.report.statistics import render as render_statistics
+from gpulint.report.statistics import render_json as render_statistics_json
 from gpulint.report.style import wants_color
 from gpulint.report.summary import plural, summary_line
 from gpulint.selection import SelectionLayer
@@ -180,8 +182,27 @@ def _check_paths(args: argparse.Namespace, overrides: Overrides, mode: Mode) -> 
     return [result if result is not None else next(processed) for result in results], unsafe
 
 
+TEXT_ONLY_FORMATS = ("text", "concise", "json")
+"""The formats that ``--diff`` and ``--statistics`` can be shown in."""
+
+
+def _diff_json(results: Sequence[FileResult], out: TextIO) -> None:
+    """``--diff --format json``: per file, how many fixes, the diff, and why it was skipped."""
+    entries = [
+        {"path": result.path, "fixed": result.fixed, "diff": result.diff, "error": result.error and str(result.error)}
+        for result in results
+        if result.diff or result.error is not None
+    ]
+    json.dump(entries, out, indent=2)
+    out.write("\n")
+
+
 def _check_command(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
-    args = _check_parser().parse_args(argv)
+    parser = _check_parser()
+    args = parser.parse_args(argv)
+    for option, given in (("--diff", args.diff), ("--statistics", args.statistics)):
+        if given and args.format not in TEXT_ONLY_FORMATS:
+            parser.error(f"{option} cannot be shown as {args.format}; use text, concise or json")
     if args.output_file is not None:
         with open(args.output_file, "w", encoding="utf-8") as stream:
             return _run_check(args, stream, err)
@@ -207,8 +228,11 @@ def _run_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     for error in errors:
         err.write(f"error: {error}\n")
     if mode is Mode.DIFF:
-        for result in results:
-            out.write(result.diff)
+        if args.format == "json":
+            _diff_json(results, out)
+        else:
+            for result in results:
+                out.write(result.diff)
         changed = sum(1 for result in results if result.diff)
         if not args.quiet:
             would = f"Would fix {plural(sum(r.fixed for r in results), 'problem')} in {plural(changed, 'file')}."
@@ -216,7 +240,9 @@ def _run_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return EXIT_ERROR if errors else (EXIT_FINDINGS if changed else EXIT_CLEAN)
     machine_readable = args.format in ("json", "sarif", "github")
     color = not machine_readable and wants_color(report_stream)
-    if args.statistics:
+    if args.statistics and args.format == "json":
+        render_statistics_json(report, report_stream)
+    elif args.statistics:
         render_statistics(report, report_stream)
     else:
         reporters()[args.format](report, report_stream, color)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Callable, Dict, List, TextIO
 
 from gpulint.diagnostics import Applicability, Diagnostic
-from gpulint.runner import FileResult, Mode
+from gpulint.runner import FileError, FileResult, Mode
 
 
 @dataclass(frozen=True)
@@ -22,8 +22,13 @@ class RunReport:
         return [d for result in self.results for d in result.diagnostics]
 
     @property
+    def errors(self) -> List[FileError]:
+        """The files that could not be checked or fixed, each with why."""
+        return [result.error for result in self.results if result.error is not None]
+
+    @property
     def failed_files(self) -> int:
-        return sum(1 for result in self.results if result.error is not None)
+        return len(self.errors)
 
     @property
     def fixed(self) -> int:

@@ -1,4 +1,5 @@
-"""``--format json``: a JSON list with one object per diagnostic (schema in the README)."""
+"""``--format json``: a JSON list with one object per diagnostic, and one per file that could not be
+checked (``"code": null``), as ruff does (schema in the README)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ from typing import List, Optional, TextIO
 from gpulint.diagnostics import Diagnostic, Edit
 from gpulint.line_index import LineIndex
 from gpulint.report import RunReport
-from gpulint.runner import FileResult
+from gpulint.runner import FileError, FileResult
+
+NOT_CHECKED = "not-checked"
+"""The ``name`` of an entry for a file that could not be read, parsed or fixed."""
 
 
 def _edit(result: FileResult, index: LineIndex, edit: Edit) -> dict:
@@ -44,10 +48,28 @@ def diagnostic_object(result: FileResult, diagnostic: Diagnostic, index: Optiona
     }
 
 
+def error_object(error: FileError) -> dict:
+    """A file that was skipped, in the shape of a diagnostic without a rule."""
+    return {
+        "path": error.path,
+        "cell": error.cell,
+        "line": error.line,
+        "column": error.column,
+        "end_line": error.line,
+        "end_column": error.column,
+        "code": None,
+        "name": NOT_CHECKED,
+        "message": error.message,
+        "fix": None,
+    }
+
+
 def render(report: RunReport, stream: TextIO, color: bool) -> None:
     objects: List[dict] = []
     for result in report.results:
         index = LineIndex(result.text) if result.text is not None else None
         objects.extend(diagnostic_object(result, d, index) for d in result.diagnostics)
+        if result.error is not None:
+            objects.append(error_object(result.error))
     json.dump(objects, stream, indent=2)
     stream.write("\n")

@@ -1,4 +1,5 @@
-"""``--format sarif``: a SARIF 2.1.0 log with every rule's metadata, the results and their fixes."""
+"""``--format sarif``: a SARIF 2.1.0 log with every rule's metadata, the results and their fixes, and
+each file that could not be checked as a tool execution notification."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from gpulint.diagnostics import Diagnostic
 from gpulint.line_index import LineIndex
 from gpulint.pages import PAGES_URL, read_page, sections
 from gpulint.report import RunReport
-from gpulint.runner import FileResult
+from gpulint.runner import FileError, FileResult
 
 SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 
@@ -72,6 +73,21 @@ def _result(file_result: FileResult, diagnostic: Diagnostic, index: Optional[Lin
     return result
 
 
+def _notification(error: FileError) -> dict:
+    """A file that could not be checked, as a tool execution notification."""
+    location: dict = {"artifactLocation": {"uri": _uri(error.path)}}
+    if error.line is not None:
+        location["region"] = {"startLine": error.line, "startColumn": error.column or 1}
+    notification: dict = {
+        "level": "error",
+        "message": {"text": error.message},
+        "locations": [{"physicalLocation": location}],
+    }
+    if error.cell is not None:
+        notification["properties"] = {"cell": error.cell}
+    return notification
+
+
 def render(report: RunReport, stream: TextIO, color: bool) -> None:
     results = []
     for file_result in report.results:
@@ -87,6 +103,10 @@ def render(report: RunReport, stream: TextIO, color: bool) -> None:
                 "informationUri": PAGES_URL.rsplit("/rules/", 1)[0],
                 "rules": _rules(),
             }},
+            "invocations": [{
+                "executionSuccessful": not report.errors,
+                "toolExecutionNotifications": [_notification(error) for error in report.errors],
+            }],
             "results": results,
         }],
     }
