@@ -27,7 +27,7 @@ from typing import Any, List, Optional, Protocol, Sequence, Tuple
 from gpulint import __version__
 from gpulint.diagnostics import Applicability, Diagnostic, Edit, Fix, Position
 
-FORMAT = 2
+FORMAT = 3
 """Bumped whenever an entry's layout changes."""
 
 ErrorFields = Tuple[str, Optional[int], Optional[int], Optional[int]]
@@ -48,11 +48,13 @@ def _diagnostic_to_json(diagnostic: Diagnostic) -> dict:
         "code": diagnostic.code,
         "name": diagnostic.name,
         "message": diagnostic.message,
+        "fix_note": diagnostic.fix_note,
         "fix": None if fix is None else {
             "title": fix.title,
             "applicability": fix.applicability.value,
             "edits": [[edit.start, edit.end, edit.content] for edit in fix.edits],
             "isolation": fix.isolation,
+            "note": fix.note,
         },
     }
 
@@ -66,11 +68,13 @@ def _diagnostic_from_json(path: str, entry: dict) -> Diagnostic:
         code=str(entry["code"]),
         name=str(entry["name"]),
         message=str(entry["message"]),
+        fix_note=entry["fix_note"],
         fix=None if fix is None else Fix(
             str(fix["title"]),
             Applicability(fix["applicability"]),
             tuple(Edit(int(start), int(end), str(content)) for start, end, content in fix["edits"]),
             fix["isolation"],
+            fix["note"],
         ),
     )
 

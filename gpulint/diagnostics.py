@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Optional, Tuple
+from typing import Optional, Tuple, Union
 
 
 class Applicability(enum.Enum):
@@ -49,10 +49,23 @@ class Fix:
     isolation: Optional[str] = None
     """Fixes with the same key are applied one per pass: each is computed on the code as it was,
     and two of them (say, two deletions of one name in one function) may not combine."""
+    note: Optional[str] = None
+    """For a fix that is not safe: why it may change what the program does, in one line."""
 
     @property
     def span(self) -> Tuple[int, int]:
         return min(e.start for e in self.edits), max(e.end for e in self.edits)
+
+
+@dataclass(frozen=True)
+class NoFix:
+    """A finding without a fix, and why there is none, in one line."""
+
+    reason: str
+
+
+FixOutcome = Union[Fix, NoFix]
+"""What a rule decides about fixing a finding: a fix, or why there is none."""
 
 
 @dataclass(frozen=True)
@@ -74,3 +87,5 @@ class Diagnostic:
     name: str
     message: str
     fix: Optional[Fix] = field(default=None)
+    fix_note: Optional[str] = None
+    """Why the fix is unsafe, or why there is none: one line of help text."""

@@ -3,17 +3,19 @@
 A loaded checkpoint that is only handed to ``load_state_dict``, indexed with string keys whose values
 go the same way, iterated through ``.keys()``, or rebuilt by a dict comprehension over ``.items()``
 whose values go the same way, behaves the same wherever its tensors live. Any other use (returned,
-called, moved, stored, unpacked) may depend on the device, and so may any use of a name bound
-outside a function body: other modules can import a module-level name.
+called, moved, stored, unpacked) may depend on the device, and so may any use of a module-level
+name that other modules may import (see :mod:`gpulint.module_bindings`).
 """
 
 from __future__ import annotations
 
-from typing import Set, Tuple
+from typing import Optional, Set, Tuple
 
 import libcst as cst
 from libcst import MetadataDependent
-from libcst.metadata import FunctionScope, ParentNodeProvider, ScopeProvider
+from libcst.metadata import FunctionScope, GlobalScope, ParentNodeProvider, ScopeProvider
+
+from gpulint.module_bindings import may_be_imported
 
 METADATA_DEPENDENCIES = (ParentNodeProvider, ScopeProvider)
 
@@ -27,11 +29,15 @@ def _is_false(expr: cst.BaseExpression) -> bool:
 
 
 class MappingUse:
-    """Answers ``only_as_mapping(expr)`` with the metadata of the visitor that asks."""
+    """Answers ``only_as_mapping(expr)`` with the metadata of the visitor that asks, for the file
+    ``path`` whose source and module these are."""
 
-    def __init__(self, visitor: MetadataDependent) -> None:
+    def __init__(self, visitor: MetadataDependent, path: str, source: str, module: cst.Module) -> None:
         self.visitor = visitor
+        self.path, self.source, self.module = path, source, module
         self._following: Set[Tuple[int, str]] = set()
+        self.importable: Optional[str] = None
+        """Set when the answer is no because the value is bound to this importable module-level name."""
 
     def _parent(self, node: cst.CSTNode) -> cst.CSTNode:
         return self.visitor.get_metadata(ParentNodeProvider, node)
@@ -112,7 +118,7 @@ class MappingUse:
             return False
         name = targets[0].target
         scope = self.visitor.get_metadata(ScopeProvider, name, None)
-        if not isinstance(scope, FunctionScope):
+        if not isinstance(scope, (FunctionScope, GlobalScope)):
             return False
         assignments = scope.assignments[name.value]
         if not any(assignment.node is name for assignment in assignments):
@@ -127,6 +133,9 @@ class MappingUse:
             for access in assignment.references:
                 if not self._access_used_as_mapping(access.node):
                     return False
+        if isinstance(scope, GlobalScope) and may_be_imported(name, self.path, self.source, self.module, self._parent):
+            self.importable = name.value
+            return False
         return True
 
     def _access_used_as_mapping(self, node: cst.CSTNode) -> bool:

@@ -12,7 +12,7 @@ import libcst as cst
 from libcst import BatchableCSTVisitor
 from libcst.metadata import CodeRange, PositionProvider
 
-from gpulint.diagnostics import Applicability, Diagnostic, Edit, Fix, Position
+from gpulint.diagnostics import Applicability, Diagnostic, Edit, Fix, FixOutcome, NoFix, Position
 from gpulint.import_table import ImportTable
 from gpulint.reach import EVERYTHING, Reach
 from gpulint.source import quiet_compile
@@ -104,8 +104,10 @@ class Rule(BatchableCSTVisitor):
         By default: the functions with a candidate call (all of the module for a rule without targets)."""
         return Reach.of(survey, cls.candidate_calls(survey)) if cls.targets else EVERYTHING
 
-    def report(self, node: cst.CSTNode, message: Optional[str] = None, fix: Optional[Fix] = None) -> None:
+    def report(self, node: cst.CSTNode, message: Optional[str] = None, fix: Optional[FixOutcome] = None) -> None:
+        """Add a finding; ``fix`` is its fix, or why there is none (every rule with fixes says why)."""
         code_range: CodeRange = self.get_metadata(PositionProvider, node)
+        note = fix.reason if isinstance(fix, NoFix) else fix.note if fix is not None else None
         self.context.diagnostics.append(
             Diagnostic(
                 path=self.context.path,
@@ -114,7 +116,8 @@ class Rule(BatchableCSTVisitor):
                 code=self.code,
                 name=self.name,
                 message=message or self.message,
-                fix=fix,
+                fix=fix if isinstance(fix, Fix) else None,
+                fix_note=note,
             )
         )
 
@@ -137,13 +140,22 @@ class Rule(BatchableCSTVisitor):
         return Edit.between(self.context.source, visitor.transform_module(self.context.module).code)
 
     def make_fix(
-        self, applicability: Applicability, edits: Sequence[Optional[Edit]], isolation: Optional[str] = None
-    ) -> Optional[Fix]:
+        self,
+        applicability: Applicability,
+        edits: Sequence[Optional[Edit]],
+        isolation: Optional[str] = None,
+        note: Optional[str] = None,
+    ) -> FixOutcome:
+        """The rule's fix from these edits; ``note`` says why it is unsafe, if it is."""
         present = tuple(edit for edit in edits if edit is not None)
-        if not present or self.fix_title is None:
-            return None
-        return Fix(self.fix_title, applicability, present, isolation)
+        if self.fix_title is None:
+            return NoFix("this rule has no automatic fix")
+        if not present:
+            return NoFix(NO_ROUND_TRIP)
+        return Fix(self.fix_title, applicability, present, isolation, note)
 
+
+NO_ROUND_TRIP = "no fix: LibCST does not reproduce this file exactly, so no edit is made"
 
 _CODE = re.compile(r"[A-Z]+[0-9]{3}")
 _NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")

@@ -13,6 +13,11 @@ METADATA_DEPENDENCIES = (ParentNodeProvider,)
 Replacement = Tuple[cst.CSTNode, cst.CSTNode]
 """(old node, new node) for ``Rule.replacement_edit``."""
 
+NO_STATEMENT_BOUNDARY = "there is no statement boundary here where a `del` could go"
+NOT_DELETABLE = "a name to delete may still be read, or be unbound, on some path after this point"
+MODULE_LEVEL_DELETION = "module-level code: another module, or a later notebook cell, may still use the names it deletes"
+"""Why a deleting fix (``del``) is withheld or unsafe, as one line of help."""
+
 
 def _parent(owner: MetadataDependent, node: cst.CSTNode) -> cst.CSTNode:
     return owner.get_metadata(ParentNodeProvider, node)

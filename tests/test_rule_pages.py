@@ -6,7 +6,7 @@ import pytest
 
 from gpulint.linter import lint_source
 from gpulint.pages import SECTIONS, code_blocks, read_page, sections, title
-from gpulint.rules import ALL_RULES
+from gpulint.rules import ALL_RULES, RULES_BY_CODE
 
 RULES = pytest.mark.parametrize("rule", ALL_RULES, ids=lambda rule: rule.code)
 
@@ -42,3 +42,11 @@ def test_use_instead_is_clean(rule):
     assert blocks
     for block in blocks:
         assert lint_source(block, "use_instead.py", ALL_RULES) == []
+
+
+
+def test_the_gpu001_example_is_fixed_by_plain_fix():
+    """The most common GPU001 case, a script's own load used as a state dict, is a safe fix."""
+    (block,) = code_blocks(sections(read_page("GPU001"))["Example"])
+    (diagnostic,) = lint_source(block, "example.py", [RULES_BY_CODE["GPU001"]])
+    assert diagnostic.fix is not None and diagnostic.fix.applicability.value == "safe"

@@ -45,6 +45,7 @@ def diagnostic_object(result: FileResult, diagnostic: Diagnostic, index: Optiona
         "name": diagnostic.name,
         "message": diagnostic.message,
         "fix": fix,
+        "fix_note": diagnostic.fix_note,
     }
 
 
@@ -61,6 +62,7 @@ def error_object(error: FileError) -> dict:
         "name": NOT_CHECKED,
         "message": error.message,
         "fix": None,
+        "fix_note": None,
     }
 
 

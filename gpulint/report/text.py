@@ -30,15 +30,19 @@ def _frame(lines: List[str], diagnostic: Diagnostic, style: Style, shown_number:
 
 
 def _help(report: RunReport, diagnostic: Diagnostic, shown_number: int) -> str:
+    """The fix's title and, for a fix that is not safe or a finding without one, why, in one line."""
     indent = " " * (len(str(shown_number)) + 1)
     fix = diagnostic.fix
+    why = f": {diagnostic.fix_note}" if diagnostic.fix_note else ""
     if fix is None:
-        return ""
+        return f"{indent}= help: no fix{why}" if why else ""
     note = ""
     if fix.applicability is Applicability.UNSAFE and not report.unsafe_fixes:
-        note = " (unsafe fix: applied only with --unsafe-fixes)"
+        note = f" (unsafe fix, applied only with --unsafe-fixes{why})"
+    elif fix.applicability is Applicability.UNSAFE:
+        note = f" (unsafe fix{why})"
     elif fix.applicability is Applicability.DISPLAY_ONLY:
-        note = " (suggestion: never applied automatically)"
+        note = f" (suggestion: never applied automatically{why})"
     return f"{indent}= help: {fix.title}{note}"
 
 

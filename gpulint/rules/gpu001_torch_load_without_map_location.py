@@ -10,7 +10,7 @@ from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameP
 
 from gpulint import mapping_use
 from gpulint.call_args import append_keyword, may_pass_argument, may_pass_argument_in_tree
-from gpulint.diagnostics import Applicability, Fix
+from gpulint.diagnostics import Applicability, FixOutcome, NoFix
 from gpulint.mapping_use import MappingUse
 from gpulint.rule import FixAvailability, Rule
 from gpulint.survey import Survey
@@ -55,13 +55,20 @@ class TorchLoadWithoutMapLocation(Rule):
             return
         self.report(node, self.message.format(func=min(names)), self._fix(node))
 
-    def _fix(self, node: cst.Call) -> Optional[Fix]:
+    def _fix(self, node: cst.Call) -> FixOutcome:
         quote = self._quote(node)
         if quote is None:
-            return None
+            return NoFix('`"cpu"` cannot be spelled inside f-strings nested in both quote styles before Python 3.12')
         fixed = append_keyword(node, "map_location", cst.SimpleString(f"{quote}cpu{quote}"))
-        safe = MappingUse(self).only_as_mapping(node)
-        return self.make_fix(Applicability.SAFE if safe else Applicability.UNSAFE, [self.replacement_edit(node, fixed)])
+        use = MappingUse(self, self.context.path, self.context.source, self.context.module)
+        edits = [self.replacement_edit(node, fixed)]
+        if use.only_as_mapping(node):
+            return self.make_fix(Applicability.SAFE, edits)
+        if use.importable is not None:
+            note = f"`{use.importable}` is bound at module level, where another module may import it and use it on the GPU"
+        else:
+            note = "the loaded value is used other than as a state dict, so the device its tensors are on may matter"
+        return self.make_fix(Applicability.UNSAFE, edits, note=note)
 
     def _quote(self, node: cst.Call) -> Optional[str]:
         """The quote for ``"cpu"``: the call's own style, never one an enclosing f-string uses

@@ -9,10 +9,11 @@ import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
 
 from gpulint import statements
+from gpulint.statements import MODULE_LEVEL_DELETION, NO_STATEMENT_BOUNDARY, NOT_DELETABLE
 from gpulint.analysis import scope
 from gpulint.analysis.aliases import AliasGroup
 from gpulint.analysis.scope import STORING_METHODS, ScopeAnalysis, analysis_for
-from gpulint.diagnostics import Applicability, Fix
+from gpulint.diagnostics import Applicability, FixOutcome, NoFix
 from gpulint.reach import Reach
 from gpulint.rule import FixAvailability, Rule
 from gpulint.survey import Survey
@@ -246,17 +247,18 @@ class WholeModelPickleKeptAlive(Rule):
                 return True
             current, current_block = owner, self._parent(owner)
 
-    def _fix(self, last: cst.CSTNode, names: List[str], analysis: ScopeAnalysis) -> Optional[Fix]:
+    def _fix(self, last: cst.CSTNode, names: List[str], analysis: ScopeAnalysis) -> FixOutcome:
         if not analysis.deletable_after(last, frozenset(names)):
-            return None
+            return NoFix(NOT_DELETABLE)
         if not self._gc_is_free(analysis):
-            return None
+            return NoFix("`gc` names something other than the standard module here")
         replacement = statements.insert_after(self, last, [f"del {', '.join(names)}", "gc.collect()"])
         if replacement is None:
-            return None
-        applicability = Applicability.UNSAFE if analysis.is_module else Applicability.SAFE
+            return NoFix(NO_STATEMENT_BOUNDARY)
         edits = [self.replacement_edit(*replacement), self.import_edit("gc")]
-        return self.make_fix(applicability, edits, analysis.isolation)
+        if analysis.is_module:
+            return self.make_fix(Applicability.UNSAFE, edits, analysis.isolation, note=MODULE_LEVEL_DELETION)
+        return self.make_fix(Applicability.SAFE, edits, analysis.isolation)
 
     @staticmethod
     def _gc_is_free(analysis: ScopeAnalysis) -> bool:

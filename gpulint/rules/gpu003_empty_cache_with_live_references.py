@@ -8,10 +8,11 @@ import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
 
 from gpulint import statements
+from gpulint.statements import MODULE_LEVEL_DELETION, NO_STATEMENT_BOUNDARY, NOT_DELETABLE
 from gpulint.analysis import scope
 from gpulint.analysis.scope import ScopeAnalysis, analysis_for
 from gpulint.analysis.cfg import Step
-from gpulint.diagnostics import Applicability, Fix
+from gpulint.diagnostics import Applicability, FixOutcome, NoFix
 from gpulint.reach import Reach
 from gpulint.rule import FixAvailability, Rule
 from gpulint.survey import Survey
@@ -71,11 +72,13 @@ class EmptyCacheWithLiveReferences(Rule):
                 return analysis.in_binding_order(dead)
             dead -= still_held
 
-    def _fix(self, analysis: ScopeAnalysis, step: Step, statement: cst.Expr, dead: List[str]) -> Optional[Fix]:
+    def _fix(self, analysis: ScopeAnalysis, step: Step, statement: cst.Expr, dead: List[str]) -> FixOutcome:
         if not set(dead) <= analysis.bound_if_deleted({step: frozenset(dead)})[step]:
-            return None
+            return NoFix(NOT_DELETABLE)
         replacement = statements.insert_before(self, statement, f"del {', '.join(dead)}")
         if replacement is None:
-            return None
-        applicability = Applicability.UNSAFE if analysis.is_module else Applicability.SAFE
-        return self.make_fix(applicability, [self.replacement_edit(*replacement)], analysis.isolation)
+            return NoFix(NO_STATEMENT_BOUNDARY)
+        edits = [self.replacement_edit(*replacement)]
+        if analysis.is_module:
+            return self.make_fix(Applicability.UNSAFE, edits, analysis.isolation, note=MODULE_LEVEL_DELETION)
+        return self.make_fix(Applicability.SAFE, edits, analysis.isolation)

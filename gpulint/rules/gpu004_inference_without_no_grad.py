@@ -13,13 +13,18 @@ from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameP
 from gpulint.analysis.aliases import AliasGroup
 from gpulint.analysis.gradients import GradientFlow, mentions
 from gpulint.analysis.tensors import dotted_name
-from gpulint.diagnostics import Applicability, Fix
+from gpulint.diagnostics import Applicability, Edit, FixOutcome, NoFix
 from gpulint.grad_mode import GradMode, grad_off_mentions
 from gpulint.reach import Reach
 from gpulint.rule import FixAvailability, Rule
 from gpulint.survey import Survey, argument_values, ast_dotted_name, is_false_constant
 
 Scope = Union[cst.Module, cst.FunctionDef]
+OUTPUTS_LEAVE = "a value computed from the forward pass leaves the function, and a caller may backpropagate it"
+MAY_TRAIN = "the function may also train: it switches a model to training mode or hands one to other code"
+MODULE_WRAP = "it wraps module-level statements in a block, and code after them may need their gradients"
+"""Why a GPU004 fix is unsafe, as one line of help."""
+
 TRAINING_CALLS = frozenset({"backward", "step"})
 """Methods whose call shows the scope needs gradients (``loss.backward()``, ``optimizer.step()``)."""
 
@@ -163,18 +168,21 @@ class InferenceWithoutNoGrad(Rule):
                 return local
         return None
 
-    def _fix(self, facts: _ScopeFacts, first: cst.Call) -> Optional[Fix]:
+    def _fix(self, facts: _ScopeFacts, first: cst.Call) -> FixOutcome:
         import_edit = None if self._torch_name() else self.import_edit("torch")
         if isinstance(facts.node, cst.Module):
             return self._module_fix(facts.node, first, import_edit)
         function = facts.node
         if function.asynchronous is not None:
-            return None
+            return NoFix("a grad-mode decorator does not reach the body of an `async def` across its awaits")
         decorator = cst.Decorator(decorator=cst.parse_expression(self._grad_off_call()))
         decorated = function.with_changes(decorators=[*function.decorators, decorator])
-        risky = self._outputs_escape(function, facts) or _may_train(function, facts)
-        applicability = Applicability.UNSAFE if risky else Applicability.SAFE
-        return self.make_fix(applicability, [self.replacement_edit(function, decorated), import_edit])
+        edits = [self.replacement_edit(function, decorated), import_edit]
+        if self._outputs_escape(function, facts):
+            return self.make_fix(Applicability.UNSAFE, edits, note=OUTPUTS_LEAVE)
+        if _may_train(function, facts):
+            return self.make_fix(Applicability.UNSAFE, edits, note=MAY_TRAIN)
+        return self.make_fix(Applicability.SAFE, edits)
 
     @staticmethod
     def _outputs_escape(function: cst.FunctionDef, facts: _ScopeFacts) -> bool:
@@ -182,7 +190,7 @@ class InferenceWithoutNoGrad(Rule):
         stored on an object or in a caller's container), where a caller might backpropagate it."""
         return GradientFlow(function, set(map(id, facts.forward_calls))).escapes()
 
-    def _module_fix(self, module: cst.Module, first: cst.Call, import_edit) -> Optional[Fix]:
+    def _module_fix(self, module: cst.Module, first: cst.Call, import_edit: Optional[Edit]) -> FixOutcome:
         """Wrap the module's statements from the first forward call to the last use of its outputs,
         stopping before a comment line that starts a new section (or a notebook's next cell), and
         before the expression a notebook cell ends with (Jupyter displays its value only outside a
@@ -208,14 +216,14 @@ class InferenceWithoutNoGrad(Rule):
         if self.context.path.endswith(".ipynb") and _displayed(body, end):
             end -= 1
             if end < start:
-                return None
+                return NoFix("the forward call is the expression the cell displays, which a `with` block would hide")
         wrapped = cst.With(
             items=[cst.WithItem(item=cst.parse_expression(self._grad_off_call()))],
             body=cst.IndentedBlock(body=[body[start].with_changes(leading_lines=[]), *body[start + 1 : end + 1]]),
             leading_lines=body[start].leading_lines,
         )
         new_module = module.with_changes(body=[*body[:start], wrapped, *body[end + 1 :]])
-        return self.make_fix(Applicability.UNSAFE, [self.replacement_edit(module, new_module), import_edit])
+        return self.make_fix(Applicability.UNSAFE, [self.replacement_edit(module, new_module), import_edit], note=MODULE_WRAP)
 
 
 def _may_train(function: cst.FunctionDef, facts: _ScopeFacts) -> bool:

@@ -13,7 +13,7 @@ from gpulint.analysis import scope
 from gpulint.analysis.gradients import GradientFlow
 from gpulint.analysis.scope import ScopeAnalysis, analysis_for
 from gpulint.analysis.tensors import dotted_name, is_torch_tensor_function
-from gpulint.diagnostics import Applicability, Fix
+from gpulint.diagnostics import Applicability, FixOutcome, NoFix
 from gpulint.grad_mode import GradMode, grad_off_mentions
 from gpulint.reach import Reach
 from gpulint.rule import FixAvailability, Rule
@@ -116,21 +116,27 @@ class AccumulatedAutogradHistory(Rule):
         message = self.message.format(value=spelled, accumulator=accumulated)
         self.report(value, message, self._fix(value, accumulated, analysis))
 
-    def _fix(self, value: cst.BaseExpression, accumulated: str, analysis: ScopeAnalysis) -> Optional[Fix]:
+    def _fix(self, value: cst.BaseExpression, accumulated: str, analysis: ScopeAnalysis) -> FixOutcome:
         """Safe for a local accumulator that never leaves its function; unsafe in module-level code;
         none where the accumulator may be backpropagated by code gpulint cannot see: an attribute,
         its history leaving the function (returned or yielded directly, through a value computed
         from it or in a container; put in a container the caller passed; a Python number from
         ``.item()`` carries none), or summed in a loss or criterion function."""
-        if "." in accumulated or self._in_loss_function(analysis.node):
-            return None
+        if "." in accumulated:
+            return NoFix(f"`{accumulated}` is an attribute, and code elsewhere may backpropagate what it holds")
+        if self._in_loss_function(analysis.node):
+            return NoFix("this sum is in a loss or criterion, whose result is meant to be backpropagated")
         if isinstance(analysis.node, cst.FunctionDef):
             flow = GradientFlow(analysis.node, names={accumulated})
-            if accumulated not in flow.own or flow.escapes():
-                return None
+            if accumulated not in flow.own:
+                return NoFix(f"`{accumulated}` comes from outside the function, where it may be backpropagated")
+            if flow.escapes():
+                return NoFix(f"`{accumulated}` leaves the function, and a caller may backpropagate it")
         detached = cst.Call(func=cst.Attribute(value=_parenthesized(value), attr=cst.Name("detach")))
-        applicability = Applicability.UNSAFE if isinstance(analysis.node, cst.Module) else Applicability.SAFE
-        return self.make_fix(applicability, [self.replacement_edit(value, detached)])
+        edits = [self.replacement_edit(value, detached)]
+        if isinstance(analysis.node, cst.Module):
+            return self.make_fix(Applicability.UNSAFE, edits, note=f"module-level `{accumulated}`: later code may backpropagate it")
+        return self.make_fix(Applicability.SAFE, edits)
 
     def _in_loss_function(self, scope_node: cst.CSTNode) -> bool:
         """A function named as one that computes a loss (``loss_fn``, ``compute_loss``,

@@ -7,8 +7,11 @@ from typing import Dict, Optional, Tuple
 import libcst as cst
 from libcst.metadata import PositionProvider, QualifiedNameProvider
 
-from gpulint.diagnostics import Applicability, Fix
+from gpulint.diagnostics import Applicability, FixOutcome, NoFix
 from gpulint.rule import FixAvailability, Rule
+
+RESET_NOTE = "older PyTorch versions reset only one statistic here, and the new name reads as a change of meaning"
+"""Why renaming a reset is unsafe, as one line of help."""
 
 REPLACEMENTS: Dict[str, Tuple[str, Applicability]] = {}
 for _namespace in ("torch.cuda", "torch.cuda.memory"):
@@ -47,11 +50,12 @@ class DeprecatedCudaCacheApi(Rule):
         message = self.message.format(old=old.replace("torch.cuda.memory.", "torch.cuda."), new=f"torch.cuda.{new}", why=why)
         self.report(node, message, self._fix(node, new, applicability))
 
-    def _fix(self, node: cst.Call, new: str, applicability: Applicability) -> Optional[Fix]:
+    def _fix(self, node: cst.Call, new: str, applicability: Applicability) -> FixOutcome:
+        note = RESET_NOTE if applicability is Applicability.UNSAFE else None
         if isinstance(node.func, cst.Attribute):
             renamed = node.func.with_changes(attr=cst.Name(new))
-            return self.make_fix(applicability, [self.replacement_edit(node.func, renamed)])
+            return self.make_fix(applicability, [self.replacement_edit(node.func, renamed)], note=note)
         if isinstance(node.func, cst.Name):
             edits = [self.replacement_edit(node.func, cst.Name(new)), self.import_edit("torch.cuda", new)]
-            return self.make_fix(applicability, edits)
-        return None
+            return self.make_fix(applicability, edits, note=note)
+        return NoFix("the function is called through an expression that cannot be renamed in place")
