@@ -13,6 +13,7 @@ from libcst import BatchableCSTVisitor
 from libcst.metadata import CodeRange, PositionProvider
 
 from gpulint.diagnostics import Applicability, Diagnostic, Edit, Fix, FixOutcome, NoFix, Position
+from gpulint.import_placement import STDLIB, add_stdlib_import
 from gpulint.import_table import ImportTable
 from gpulint.reach import EVERYTHING, Reach
 from gpulint.source import quiet_compile
@@ -130,9 +131,14 @@ class Rule(BatchableCSTVisitor):
         return Edit.between(self.context.source, replaced.code)
 
     def import_edit(self, module: str, obj: Optional[str] = None) -> Optional[Edit]:
-        """The text edit that adds ``import module`` (or ``from module import obj``) if it is missing."""
+        """The text edit that adds ``import module`` (or ``from module import obj``) if it is missing;
+        a standard-library module goes where an import sorter would put it."""
         if not self.context.round_trips:
             return None
+        if obj is None and module in STDLIB:
+            placed = add_stdlib_import(self.context.module, module)
+            if placed is not None:
+                return Edit.between(self.context.source, placed.code)
         from libcst.codemod import CodemodContext  # imported here: it costs more than a warm run
         from libcst.codemod.visitors import AddImportsVisitor, ImportItem
 
