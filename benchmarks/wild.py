@@ -129,7 +129,8 @@ def read_verdicts(path: Path = VERDICTS) -> List[Verdict]:
 
 
 def run_gpulint(folder: Path, repo: str, jobs: Optional[int]) -> Tuple[List[Finding], List[str]]:
-    """The console script's findings in one checkout, and the lines it wrote about files it skipped."""
+    """The console script's findings in one checkout, and the files it skipped (listed in its JSON
+    report with ``"code": null``), each with why."""
     command = [sys.executable, "-m", "gpulint", "check", ".", "--format", "json", "--exit-zero", "--no-cache", "--unsafe-fixes", "-q"]
     if jobs is not None:
         command += ["--jobs", str(jobs)]
@@ -137,6 +138,7 @@ def run_gpulint(folder: Path, repo: str, jobs: Optional[int]) -> Tuple[List[Find
     # Exit 2 with a JSON report means some files could not be read or parsed: they are listed, not fatal.
     if completed.returncode not in (0, 2) or not completed.stdout.startswith("["):
         raise InputError(f"gpulint failed in {folder} (exit {completed.returncode}):\n{completed.stderr}")
+    report = json.loads(completed.stdout)
     findings = [
         Finding(
             repo=repo,
@@ -148,9 +150,11 @@ def run_gpulint(folder: Path, repo: str, jobs: Optional[int]) -> Tuple[List[Find
             message=item["message"],
             fix=item["fix"]["applicability"] if item["fix"] else None,
         )
-        for item in json.loads(completed.stdout)
+        for item in report
+        if item["code"] is not None
     ]
-    return findings, [line for line in completed.stderr.splitlines() if line.strip()]
+    skipped = [f"{item['path']}: {item['message']}" for item in report if item["code"] is None]
+    return findings, skipped
 
 
 def ratio(numerator: int, denominator: int) -> Optional[float]:
