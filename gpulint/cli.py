@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, TextIO
+from typing import Dict, List, Optional, Sequence, TextIO, Tuple
 
 from gpulint import __version__, rules
 from gpulint.config import ConfigError, Overrides, Settings, settings_for
@@ -16,12 +16,15 @@ from gpulint.report import RunReport, reporters
 from gpulint.report.statistics import render as render_statistics
 from gpulint.report.statistics import render_json as render_statistics_json
 from gpulint.report.style import wants_color
+from gpulint.report.text import render_fixed
 from gpulint.report.summary import plural, summary_line
 from gpulint.selection import SelectionLayer
 from gpulint.cache import ResultCache
 from gpulint.parallel import Task, default_jobs, process_files
 from gpulint.runner import DEFAULT_TIME_BUDGET, FileError, FileResult, Job, Mode, process_source
-from gpulint.source import SourceError, decode
+from gpulint.source import SourceError, decode, quiet_compile, read_source, write_source
+from gpulint.add_noqa import NoqaResult, add_noqa, add_noqa_to_notebook
+from gpulint.notebook import parse_notebook
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -59,6 +62,7 @@ def _check_parser() -> argparse.ArgumentParser:
     fixing.add_argument("--unsafe-fixes", action="store_true", default=None, help="also apply (or show as fixable) unsafe fixes")
     fixing.add_argument("--no-unsafe-fixes", dest="unsafe_fixes", action="store_false", help="override unsafe-fixes = true in the configuration")
     fixing.add_argument("--diff", action="store_true", help="print the fixes as a unified diff instead of writing them; exit 1 if there are any")
+    fixing.add_argument("--add-noqa", action="store_true", help="add a `# noqa: GPUxxx` comment to every line with a finding, instead of reporting")
     selection = parser.add_argument_group("rule selection")
     selection.add_argument("--select", type=_codes, metavar="CODES", help="comma-separated codes or prefixes to enable (replaces the configuration's select), or ALL")
     selection.add_argument("--extend-select", type=_codes, default=[], metavar="CODES", help="codes or prefixes to enable in addition")
@@ -74,6 +78,7 @@ def _check_parser() -> argparse.ArgumentParser:
     output.add_argument("--format", "--output-format", dest="format", choices=sorted(reporters()), default="text", help="output format (default: text)")
     output.add_argument("--output-file", type=Path, metavar="FILE", help="write the report to FILE instead of standard output")
     output.add_argument("--statistics", action="store_true", help="print how often each rule fired instead of the diagnostics")
+    output.add_argument("--show-fixes", action="store_true", help="show each finding's fix as a preview (text format), and list what --fix fixed")
     output.add_argument("--exit-zero", action="store_true", help="exit 0 even when problems remain")
     output.add_argument("-q", "--quiet", action="store_true", help="print diagnostics only, no summary")
     run.add_argument("--file-time-budget", type=float, default=DEFAULT_TIME_BUDGET, metavar="SECONDS", help=f"give up on a file after this long, as a per-file error (default: {DEFAULT_TIME_BUDGET:g})")
@@ -197,12 +202,68 @@ def _diff_json(results: Sequence[FileResult], out: TextIO) -> None:
     out.write("\n")
 
 
+def _noqa_text(result: FileResult) -> Optional[NoqaResult]:
+    """What the file should become with its directives; None if that would not parse."""
+    assert result.text is not None
+    if result.notebook is not None:
+        before = result.notebook.code
+        outcome = add_noqa_to_notebook(result.notebook, result.diagnostics)
+        try:
+            after = parse_notebook(outcome.text).code
+        except SourceError:
+            return None
+    else:
+        before = result.text
+        outcome = add_noqa(result.text, result.diagnostics)
+        after = outcome.text
+    return outcome if _compiles(after, result.path) or not _compiles(before, result.path) else None
+
+
+def _compiles(text: str, path: str) -> bool:
+    try:
+        quiet_compile(text, path)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
+
+
+def _add_noqa_directives(results: Sequence[FileResult], err: TextIO) -> int:
+    """``--add-noqa``: write the directives into every file with findings, atomically."""
+    added = skipped = 0
+    failed = [result.error for result in results if result.error is not None]
+    for result in results:
+        if result.error is not None or not result.diagnostics or result.text is None:
+            continue
+        try:
+            source = read_source(Path(result.path))
+            expected = result.notebook.text if result.notebook is not None else result.text
+            if source.text != expected:
+                raise SourceError("changed on disk while being checked; not overwritten")
+            planned = _noqa_text(result)
+            if planned is None:
+                raise SourceError("adding the directives would not parse; not overwritten")
+            write_source(source, planned.text)
+        except SourceError as error:
+            failed.append(FileError(result.path, str(error)))
+            continue
+        added += planned.added
+        skipped += planned.skipped
+    for error in failed:
+        err.write(f"error: {error}\n")
+    err.write(f"Added {plural(added, 'noqa directive')}.\n")
+    if skipped:
+        err.write(f"{plural(skipped, 'line')} cannot take a comment (inside a string or after a backslash); left as they were.\n")
+    return EXIT_ERROR if failed else EXIT_CLEAN
+
+
 def _check_command(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
     parser = _check_parser()
     args = parser.parse_args(argv)
     for option, given in (("--diff", args.diff), ("--statistics", args.statistics)):
         if given and args.format not in TEXT_ONLY_FORMATS:
             parser.error(f"{option} cannot be shown as {args.format}; use text, concise or json")
+    if args.add_noqa and (args.fix or args.diff or args.paths == ["-"]):
+        parser.error("--add-noqa edits files in place: it cannot be combined with --fix, --diff or stdin")
     if args.output_file is not None:
         with open(args.output_file, "w", encoding="utf-8") as stream:
             return _run_check(args, stream, err)
@@ -220,7 +281,9 @@ def _run_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     except ConfigError as error:
         err.write(f"gpulint: error: {error}\n")
         return EXIT_ERROR
-    report = RunReport(results, mode, unsafe)
+    if args.add_noqa:
+        return _add_noqa_directives(results, err)
+    report = RunReport(results, mode, unsafe, show_fixes=args.show_fixes)
     errors = [result.error for result in results if result.error is not None]
     if not results and args.paths != ["-"]:
         err.write("warning: No Python files found under the given path(s)\n")
@@ -246,6 +309,8 @@ def _run_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         render_statistics(report, report_stream)
     else:
         reporters()[args.format](report, report_stream, color)
+    if args.show_fixes and mode is Mode.FIX and not machine_readable:
+        render_fixed(report, report_stream)
     if not machine_readable and not args.quiet:
         report_stream.write(summary_line(report) + "\n")
     if errors:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Optional, Tuple, Union
+from typing import Optional, Sequence, Tuple, Union
 
 
 class Applicability(enum.Enum):
@@ -55,6 +55,14 @@ class Fix:
     @property
     def span(self) -> Tuple[int, int]:
         return min(e.start for e in self.edits), max(e.end for e in self.edits)
+
+
+def apply_chosen(text: str, chosen: Sequence[Fix]) -> str:
+    """``text`` with the edits of ``chosen`` (fixes that do not overlap) applied."""
+    edits = sorted({edit for fix in chosen for edit in fix.edits}, key=lambda e: e.start, reverse=True)
+    for edit in edits:
+        text = text[: edit.start] + edit.content + text[edit.end :]
+    return text
 
 
 @dataclass(frozen=True)

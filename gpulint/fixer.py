@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Iterable, List, Sequence
+from typing import Callable, Iterable, List, Sequence, Tuple
 
 import libcst as cst
 
-from gpulint.diagnostics import Applicability, Diagnostic, Fix
+from gpulint.diagnostics import Applicability, Diagnostic, Fix, apply_chosen
 from gpulint.source import quiet_compile
 
 MAX_PASSES = 10
@@ -29,6 +29,8 @@ class FixResult:
     text: str
     applied: int
     remaining: List[Diagnostic]
+    applied_codes: Tuple[str, ...] = ()
+    """The rule code of each fix applied, in the order applied."""
 
 
 def applicabilities(unsafe_fixes: bool) -> frozenset:
@@ -40,6 +42,12 @@ def applicabilities(unsafe_fixes: bool) -> frozenset:
 def apply_fixes(text: str, fixes: Iterable[Fix]) -> tuple:
     """(new text, number of fixes applied): each fix applied whole, skipping any that touches an
     earlier one or shares its isolation key."""
+    chosen = choose_fixes(fixes)
+    return apply_chosen(text, chosen), len(chosen)
+
+
+def choose_fixes(fixes: Iterable[Fix]) -> List[Fix]:
+    """The fixes one pass applies: in order, each that touches no earlier one nor shares its isolation key."""
     chosen: List[Fix] = []
     isolated = set()
     for fix in sorted(fixes, key=lambda f: f.span):
@@ -49,10 +57,7 @@ def apply_fixes(text: str, fixes: Iterable[Fix]) -> tuple:
             chosen.append(fix)
             if fix.isolation is not None:
                 isolated.add(fix.isolation)
-    edits = sorted({edit for fix in chosen for edit in fix.edits}, key=lambda e: e.start, reverse=True)
-    for edit in edits:
-        text = text[: edit.start] + edit.content + text[edit.end :]
-    return text, len(chosen)
+    return chosen
 
 
 def _disjoint(first: Fix, second: Fix) -> bool:
@@ -77,15 +82,18 @@ def fix_text(text: str, lint: Lint, allowed: Sequence[Applicability]) -> FixResu
     """
     original = text
     applied = 0
+    codes: List[str] = []
     diagnostics = first = lint(text)
     passes = 0
     while True:
-        fixes = [d.fix for d in diagnostics if d.fix is not None and d.fix.applicability in allowed]
-        new_text, count = apply_fixes(text, fixes)
+        fixable = [d for d in diagnostics if d.fix is not None and d.fix.applicability in allowed]
+        code_of = {id(d.fix): d.code for d in fixable}
+        chosen = choose_fixes(d.fix for d in fixable if d.fix is not None)
+        new_text, count = apply_chosen(text, chosen), len(chosen)
         if new_text == text:
             if applied and not _compiles(text) and _compiles(original):
                 raise FixError("fixes produced code that this Python cannot compile; file left unchanged", first)
-            return FixResult(text, applied, diagnostics)
+            return FixResult(text, applied, diagnostics, tuple(codes))
         if passes == MAX_PASSES:
             raise FixError(f"fixes did not settle after {MAX_PASSES} passes; file left unchanged", first)
         try:
@@ -93,3 +101,4 @@ def fix_text(text: str, lint: Lint, allowed: Sequence[Applicability]) -> FixResu
         except cst.ParserSyntaxError as error:
             raise FixError(f"fixes produced code that does not parse ({error.message}); file left unchanged", first) from None
         text, applied, passes = new_text, applied + count, passes + 1
+        codes.extend(code_of[id(fix)] for fix in chosen)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, List, Mapping, Optional, Tuple
 
 from gpulint.cache import ResultCache
 from gpulint.diagnostics import Diagnostic
-from gpulint.notebook import Notebook, parse_notebook, rewrite
+from gpulint.notebook import Notebook, changed_cells, parse_notebook, rewrite, show
 from gpulint.source import SourceError, SourceFile, quiet_compile, read_source, write_source
 from gpulint.time_budget import TimeBudgetExceeded, time_budget
 
@@ -56,6 +56,8 @@ class FileResult:
     notebook: Optional[Notebook] = None
     new_file_text: Optional[str] = None
     """What the file on disk should become (a notebook's rewritten JSON, or ``text``)."""
+    fixed_codes: Tuple[str, ...] = ()
+    """The rule code of each fix applied."""
 
     def locate(self, line: int) -> Tuple[Optional[int], int]:
         """(cell, line within it) of a line of ``text`` for a notebook; (None, line) otherwise."""
@@ -122,25 +124,60 @@ def process_text(path: str, text: str, job: Job) -> FileResult:
         message = f"internal error: {type(error).__name__}: {str(error)[:300]}"
         return FileResult(path, error=FileError(path, message, transient=True), text=text)
     diff = _unified_diff(path, text, fixed.text) if job.mode is Mode.DIFF else ""
-    return FileResult(path, fixed.remaining, fixed=fixed.applied, diff=diff, text=fixed.text)
+    return FileResult(path, fixed.remaining, fixed=fixed.applied, diff=diff, text=fixed.text, fixed_codes=fixed.applied_codes)
 
 
 def process_notebook_text(path: str, text: str, job: Job) -> FileResult:
     """Lint (and fix) a notebook's code cells as one program; ``new_file_text`` is the notebook
-    with only the changed cells rewritten."""
+    with only the changed cells rewritten. A cell that does not parse is the file's error: the
+    other cells are still checked, and nothing is fixed."""
     try:
         notebook = parse_notebook(text)
     except SourceError as error:
         return FileResult(path, error=FileError(path, str(error)))
-    program_job = replace(job, mode=Mode.FIX) if job.mode is Mode.DIFF else job
-    result = process_text(path, notebook.program, program_job)
+    result = process_text(path, notebook.code, _notebook_job(job, notebook))
+    code = notebook.code if result.text is None else result.text
     result.notebook = notebook
-    if result.error is not None or result.text is None:
+    result.text, result.diagnostics = show(notebook, code, result.diagnostics)
+    result.error = _cell_error(path, notebook, result.error)
+    if result.error is not None:
         return result
-    result.new_file_text = rewrite(notebook, result.text) if result.text != notebook.program else text
+    result.new_file_text = rewrite(notebook, code) if code != notebook.code else text
     if job.mode is Mode.DIFF:
-        result.diff = _unified_diff(path, text, result.new_file_text)
+        result.diff = _cell_diff(path, notebook, code)
     return result
+
+
+def _notebook_job(job: Job, notebook: Notebook) -> Job:
+    """The job for a notebook's program: only a check when a cell does not parse, a fix for a diff."""
+    if notebook.syntax_error is not None:
+        return replace(job, mode=Mode.CHECK)
+    return replace(job, mode=Mode.FIX) if job.mode is Mode.DIFF else job
+
+
+def _cell_error(path: str, notebook: Notebook, error: Optional[FileError]) -> Optional[FileError]:
+    """A notebook's error placed in its cell: the program's own, else that of a cell that does not parse."""
+    if error is not None:
+        if error.line is None:
+            return error
+        cell, line = notebook.locate(error.line)
+        return replace(error, line=line, cell=cell)
+    broken = notebook.syntax_error
+    if broken is None:
+        return None
+    return FileError(path, f"cannot parse: {broken.message}", broken.line, broken.column, cell=broken.cell)
+
+
+def _cell_diff(path: str, notebook: Notebook, code: str) -> str:
+    """A unified diff of each cell that ``code`` changes, in the cell's own lines."""
+    return "".join(
+        _unified_diff(f"{path}:cell {cell.index}", _line_ended(cell.source), _line_ended(new_source))
+        for cell, new_source in changed_cells(notebook, code)
+    )
+
+
+def _line_ended(source: str) -> str:
+    return source if source.endswith("\n") or not source else source + "\n"
 
 
 def process_source(path: str, text: str, job: Job) -> FileResult:
@@ -207,7 +244,8 @@ def process_file(path: Path, job: Job, cache: Optional[ResultCache] = None) -> F
         return cached
     result = process_source(display, source.text, job)
     if cache is not None and job.mode is Mode.CHECK and (result.error is None or not result.error.transient):
-        error_fields = result.error and (result.error.message, result.error.line, result.error.column, result.error.cell)
+        error = result.error
+        error_fields = None if error is None else (error.message, error.line, error.column, error.cell)
         cache.store(cache.key(display, source.text, job), display, result.diagnostics, error_fields)
     if job.mode is Mode.FIX and result.error is None and result.new_file_text not in (None, source.text):
         try:

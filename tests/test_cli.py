@@ -96,6 +96,7 @@ def test_json_format(project):
             "title": 'Add `map_location="cpu"`',
             "edits": [{"line": 5, "column": 42, "end_line": 5, "end_column": 42, "content": ', map_location="cpu"'}],
         },
+        "fix_note": None,
     }
     assert json.loads(run_gpulint(["--format", "json", "clean.py"], cwd=project).stdout) == []
 
@@ -338,3 +339,39 @@ def test_discovery_never_follows_a_link_out_of_the_tree(tmp_path):
     assert "map_location" in (repo / "real.py").read_text()
     named = run_gpulint(["check", "link.py"], cwd=repo)
     assert named.returncode == 1, "a link named on the command line is still checked"
+
+
+def test_add_noqa_marks_every_finding_and_merges_existing_directives(tmp_path):
+    source = (
+        "import torch\n\n\ndef f(model, p):\n"
+        "    model.load_state_dict(torch.load(p))  # restore\n"
+        "    w = torch.load(p)  # noqa: E501\n"
+        "    text = torch.load(p).describe('''a\n    b''')\n"
+        "    return w, text\n"
+    )
+    (tmp_path / "n.py").write_bytes(source.replace("\n", "\r\n").encode())
+    result = run_gpulint(["check", "--add-noqa", "n.py"], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "Added 2 noqa directives." in result.stderr
+    assert "1 line cannot take a comment" in result.stderr
+    fixed = (tmp_path / "n.py").read_bytes().decode()
+    assert "    model.load_state_dict(torch.load(p))  # restore  # noqa: GPU001\r\n" in fixed
+    assert "    w = torch.load(p)  # noqa: E501, GPU001\r\n" in fixed
+    assert "describe('''a\r\n    b''')\r\n" in fixed
+    again = run_gpulint(["check", "--format", "concise", "n.py"], cwd=tmp_path)
+    assert again.stdout.count("GPU001") == 1, "only the line inside a string is still reported"
+
+
+def test_add_noqa_refuses_fix_and_diff(project):
+    result = run_gpulint(["check", "--add-noqa", "--fix", "safe.py"], cwd=project)
+    assert result.returncode == 2 and "--add-noqa" in result.stderr
+
+
+def test_show_fixes_previews_each_fix_and_lists_what_was_fixed(project):
+    shown = run_gpulint(["check", "--show-fixes", "safe.py", "unsafe.py"], cwd=project)
+    assert "  = fix (safe):\n    -     model.load_state_dict(torch.load(path))\n" in shown.stdout
+    assert "    +     model.load_state_dict(torch.load(path, map_location=\"cpu\"))\n" in shown.stdout
+    assert "  = fix (unsafe):\n    - model = torch.load('model.pt')\n    + model = torch.load('model.pt', map_location='cpu')\n" in shown.stdout
+    assert (project / "safe.py").read_text() == SAFE
+    fixed = run_gpulint(["--fix", "--show-fixes", "safe.py", "unsafe.py"], cwd=project)
+    assert "Fixed 1 problem:\n- safe.py:\n    1 × GPU001 (torch-load-without-map-location)\n" in fixed.stdout

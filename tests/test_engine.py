@@ -106,10 +106,10 @@ class _AddsGcImport(Rule):
             self.report(node, fix=fix)
 
 
-def test_import_edit_adds_an_import_once_through_libcst():
+def test_import_edit_adds_an_import_once_in_sorted_place():
     source = '"""Doc."""\nimport os\n\ncollect_garbage()\ncollect_garbage()\n'
     result = fix_text(source, lambda text: lint_source(text, "x.py", [_AddsGcImport]), [Applicability.SAFE])
-    assert result.text == '"""Doc."""\nimport os\nimport gc\n\ngc.collect()\ngc.collect()\n'
+    assert result.text == '"""Doc."""\nimport gc\nimport os\n\ngc.collect()\ngc.collect()\n'
     assert result.applied == 2
 
 

@@ -123,4 +123,130 @@ def test_discovery_includes_notebooks_but_not_checkpoints(tmp_path):
     (tmp_path / ".ipynb_checkpoints").mkdir()
     (tmp_path / ".ipynb_checkpoints" / "nb-checkpoint.ipynb").write_text(_notebook("import torch\nx = torch.load('a')"))
     result = run_gpulint(["check", "--format", "concise", "-q", "."], cwd=tmp_path)
-    assert result.stdout.splitlines() == ["nb.ipynb:cell 2:2:5: GPU001 `torch.load` without `map_location` loads every tensor onto the device it was saved from"]
+    assert result.stdout.splitlines() == ["nb.ipynb:cell 2:2:5: GPU001 [*] `torch.load` without `map_location` loads every tensor onto the device it was saved from"]
+
+
+def test_a_notebooks_own_load_is_fixed_by_plain_fix(tmp_path):
+    """No module imports a notebook, so its module-level state dict is only what its cells do with it."""
+    loading = 'state = torch.load("w.pt")\nmodel.load_state_dict(state["model"])'
+    (tmp_path / "nb.ipynb").write_text(_notebook("import torch\nmodel = torch.nn.Linear(2, 2)", loading), encoding="utf-8")
+    assert run_gpulint(["--fix", "nb.ipynb"], cwd=tmp_path).returncode == 0
+    assert 'torch.load(\\"w.pt\\", map_location=\\"cpu\\")' in (tmp_path / "nb.ipynb").read_text(encoding="utf-8")
+    (tmp_path / "as_module.py").write_text('import torch\nmodel = torch.nn.Linear(2, 2)\n' + loading + "\n")
+    assert run_gpulint(["--fix", "as_module.py"], cwd=tmp_path).returncode == 1, "an importable module keeps it unsafe"
+
+
+LOAD = 'model.load_state_dict(torch.load("w.pt"))'
+FIXED_LOAD = 'model.load_state_dict(torch.load("w.pt", map_location="cpu"))'
+
+
+def _replaced(text: str, old: str, new: str) -> str:
+    """A notebook's JSON text with every source line that begins with ``old`` begun with ``new``."""
+    old_json, new_json = json.dumps(old, ensure_ascii=False)[:-1], json.dumps(new, ensure_ascii=False)[:-1]
+    assert old_json in text
+    return text.replace(old_json, new_json)
+
+
+def _fix_twice(folder) -> str:
+    """Fix ``nb.ipynb`` twice, the second time with nothing left to change; its text after that."""
+    first = run_gpulint(["--fix", "nb.ipynb"], cwd=folder)
+    assert first.returncode == 0, first.stdout + first.stderr
+    fixed = (folder / "nb.ipynb").read_text(encoding="utf-8")
+    second = run_gpulint(["--fix", "nb.ipynb"], cwd=folder)
+    assert second.returncode == 0 and "All checks passed!" in second.stdout, second.stdout + second.stderr
+    assert (folder / "nb.ipynb").read_text(encoding="utf-8") == fixed
+    return fixed
+
+
+@pytest.mark.parametrize(
+    "magic", ["%%time", "%%timeit -n 1 -r 1", "%%capture captured", "%%prun -s cumulative", "%%debug"]
+)
+def test_cell_magics_that_run_python_have_their_body_checked(tmp_path, magic):
+    bash = "%%bash\nfor f in *; do\n    echo $f\ndone"
+    original = _notebook("import torch\nmodel = torch.nn.Linear(2, 2)", f"{magic}\nx = 1\n{LOAD}", bash)
+    (tmp_path / "nb.ipynb").write_text(original, encoding="utf-8")
+    result = run_gpulint(["check", "--format", "concise", "nb.ipynb"], cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "nb.ipynb:cell 3:3:23: GPU001" in result.stdout
+    assert _fix_twice(tmp_path) == _replaced(original, LOAD, FIXED_LOAD)
+    cells = json.loads((tmp_path / "nb.ipynb").read_text(encoding="utf-8"))["cells"]
+    assert cells[2]["source"][0] == magic + "\n"
+
+
+def test_statements_run_under_time_and_timeit_are_checked_in_their_own_columns(tmp_path):
+    timed = (
+        f"%time {LOAD}\nfor _ in range(2):\n    %timeit -n 10 -r 3 {LOAD}\n"
+        "%time x = (1,\n%timeit -q"
+    )
+    original = _notebook("import torch\nmodel = torch.nn.Linear(2, 2)", timed)
+    (tmp_path / "nb.ipynb").write_text(original, encoding="utf-8")
+    result = run_gpulint(["check", "nb.ipynb"], cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "nb.ipynb:cell 3:1:29: GPU001 [*]" in result.stdout
+    assert "nb.ipynb:cell 3:3:46: GPU001 [*]" in result.stdout
+    assert f"1 | %time {LOAD}\n  |                             ^^^^^^^^^^^^^^^^^^ GPU001" in result.stdout
+    items = json.loads(run_gpulint(["check", "--format", "json", "nb.ipynb"], cwd=tmp_path).stdout)
+    columns = [(item["line"], item["column"], item["fix"]["edits"][0]["column"]) for item in items]
+    assert columns == [(1, 29, 46), (3, 46, 63)]
+    expected = original
+    for prefix in ("%time ", "    %timeit -n 10 -r 3 "):
+        expected = _replaced(expected, prefix + LOAD, prefix + FIXED_LOAD)
+    assert _fix_twice(tmp_path) == expected
+
+
+def test_only_real_help_lines_are_masked(tmp_path):
+    help_lines = "?torch.load\ntorch.load?\ntorch.load??\ntorch.nn.Module.to?\n%timeit?\ntorch.*load*?"
+    source = _notebook(f"import torch\n{help_lines}", 'state = torch.load("w.pt")  # map_location?')
+    (tmp_path / "nb.ipynb").write_text(source, encoding="utf-8")
+    result = run_gpulint(["check", "--format", "concise", "-q", "nb.ipynb"], cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert [line.split(": ")[0] for line in result.stdout.splitlines()] == ["nb.ipynb:cell 3:1:9"]
+
+
+def test_escapes_continued_with_a_backslash_are_masked_whole(tmp_path):
+    escapes = "!pip install \\\n    torch \\\n    numpy\n%pip install \\\n  torchvision"
+    original = _notebook(f"{escapes}\nimport torch", SAFE_LOAD)
+    (tmp_path / "nb.ipynb").write_text(original, encoding="utf-8")
+    result = run_gpulint(["check", "--format", "concise", "-q", "nb.ipynb"], cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stdout.startswith("nb.ipynb:cell 3:2:23: GPU001")
+    assert _fix_twice(tmp_path) == _replaced(original, LOAD, FIXED_LOAD)
+
+
+def test_a_cell_that_does_not_parse_is_an_error_at_its_place_and_the_others_are_checked(tmp_path):
+    original = _notebook("import torch\nmodel = torch.nn.Linear(2, 2)", "x = 1\ndef f(:\n    pass", SAFE_LOAD)
+    (tmp_path / "nb.ipynb").write_text(original, encoding="utf-8")
+    for _ in range(2):  # the second check is answered from the cache
+        result = run_gpulint(["check", "--format", "concise", "nb.ipynb"], cwd=tmp_path)
+        assert result.returncode == 2
+        assert "error: nb.ipynb:cell 3:2:7: cannot parse" in result.stderr
+        assert "nb.ipynb:cell 4:2:23: GPU001" in result.stdout
+    for mode in ("--fix", "--diff"):
+        result = run_gpulint([mode, "nb.ipynb"], cwd=tmp_path)
+        assert result.returncode == 2 and "error: nb.ipynb:cell 3:2:7: cannot parse" in result.stderr
+        assert "---" not in result.stdout
+        assert (tmp_path / "nb.ipynb").read_text(encoding="utf-8") == original
+
+
+def test_diff_shows_each_changed_cell_in_its_own_lines(tmp_path):
+    original = _notebook("import torch", SAFE_LOAD, "print(1)", f"%time {LOAD}")
+    (tmp_path / "nb.ipynb").write_text(original, encoding="utf-8")
+    result = run_gpulint(["--diff", "nb.ipynb"], cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stdout == (
+        "--- nb.ipynb:cell 3\n+++ nb.ipynb:cell 3\n@@ -1,2 +1,2 @@\n model = torch.nn.Linear(2, 2)\n"
+        f"-{LOAD}\n+{FIXED_LOAD}\n"
+        f"--- nb.ipynb:cell 5\n+++ nb.ipynb:cell 5\n@@ -1 +1 @@\n-%time {LOAD}\n+%time {FIXED_LOAD}\n"
+    )
+    assert (tmp_path / "nb.ipynb").read_text(encoding="utf-8") == original
+
+
+def test_add_noqa_writes_into_the_cell(tmp_path):
+    original = _notebook("import torch", "%time state = torch.load('w.pt')\nx = 1", "y = torch.load('v.pt')  # keep")
+    (tmp_path / "nb.ipynb").write_text(original, encoding="utf-8")
+    result = run_gpulint(["check", "--add-noqa", "nb.ipynb"], cwd=tmp_path)
+    assert result.returncode == 0 and "Added 2 noqa directives." in result.stderr
+    cells = json.loads((tmp_path / "nb.ipynb").read_text(encoding="utf-8"))["cells"]
+    assert "".join(cells[2]["source"]) == "%time state = torch.load('w.pt')  # noqa: GPU001\nx = 1"
+    assert "".join(cells[3]["source"]) == "y = torch.load('v.pt')  # keep  # noqa: GPU001"
+    assert run_gpulint(["check", "nb.ipynb"], cwd=tmp_path).returncode == 0

@@ -16,6 +16,8 @@ class RunReport:
     results: List[FileResult]
     mode: Mode
     unsafe_fixes: bool
+    show_fixes: bool = False
+    """``--show-fixes``: a preview of each fix under its finding, and what ``--fix`` fixed."""
 
     @property
     def diagnostics(self) -> List[Diagnostic]:

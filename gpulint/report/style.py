@@ -27,6 +27,9 @@ class Style:
     def red(self, text: str) -> str:
         return self._wrap("1;31", text)
 
+    def green(self, text: str) -> str:
+        return self._wrap("1;32", text)
+
     def cyan(self, text: str) -> str:
         return self._wrap("36", text)
 
