@@ -24,6 +24,15 @@ AUTOGRAD_ENTRY_POINTS = frozenset({"torch.autograd.grad", "torch.autograd.backwa
 LOSS_FUNCTION = re.compile(r"_*(loss|criterion|(compute|calc|calculate|get|build|make)_(\w+_)?loss(es)?)", re.IGNORECASE)
 LOSS_CLASS = re.compile(r"(Loss|Criterion)$")
 STORING_METHODS = frozenset({"append", "extend", "insert", "update", "setdefault", "add"})
+BATCH_WORDS = frozenset({
+    "loader", "loaders", "dataloader", "dataloaders", "batch", "batches", "data", "dataset", "datasets",
+    "ds", "dl", "iterator", "samples", "examples", "episodes", "minibatches",
+})
+"""Words in the iterable of a loop that draws batches (``train_loader``, ``enumerate(tqdm(dataloader))``,
+``self.val_data``); a loop over layers, heads, scales, crops or a ``range`` is not one."""
+BATCH_WORD_SPLIT = re.compile(r"_+|(?<=[a-z0-9])(?=[A-Z])")
+HELPER_FUNCTION = re.compile(r".*collate.*", re.IGNORECASE)
+"""Functions that assemble one batch: what they stack or sum is data, not history across steps."""
 
 
 class AccumulatedAutogradHistory(Rule):
@@ -104,13 +113,13 @@ class AccumulatedAutogradHistory(Rule):
 
     def _check(self, statement: cst.CSTNode, accumulator: cst.BaseExpression, value: cst.BaseExpression) -> None:
         accumulated = dotted_name(accumulator)
-        loop = self._enclosing_loop(statement)
+        loop = self._data_loop(statement, accumulated) if accumulated is not None else None
         if accumulated is None or loop is None or self._grad_off(statement):
             return
         analysis = analysis_for(self, self.context, statement)
-        if analysis is None or _is_forward(analysis.node) or not self._carries_history(value, loop, analysis, statement):
+        if analysis is None or _is_forward(analysis.node) or self._in_batch_helper(analysis.node):
             return
-        if not self._outlives_iteration(accumulated, loop) or self._backpropagated(accumulated, analysis):
+        if not self._carries_history(value, loop, analysis, statement) or self._backpropagated(accumulated, analysis):
             return
         spelled = self.context.module.code_for_node(value)
         message = self.message.format(value=spelled, accumulator=accumulated)
@@ -151,13 +160,25 @@ class AccumulatedAutogradHistory(Rule):
             current = self.get_metadata(ParentNodeProvider, current, None)
         return False
 
-    def _enclosing_loop(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+    def _data_loop(self, node: cst.CSTNode, accumulated: str) -> Optional[cst.CSTNode]:
+        """The innermost loop around ``node`` that draws batches and across whose iterations
+        ``accumulated`` lives on; None when a loop on the way starts it afresh each iteration
+        (``loss = 0.0`` before summing over crops or heads) or no loop draws batches."""
         current = self._parent(node)
         while not isinstance(current, (cst.Module, cst.FunctionDef, cst.Lambda, cst.ClassDef)):
             if isinstance(current, (cst.For, cst.While)):
-                return current
+                if not self._outlives_iteration(accumulated, current):
+                    return None
+                if _draws_batches(current):
+                    return current
             current = self._parent(current)
         return None
+
+    def _in_batch_helper(self, scope_node: cst.CSTNode) -> bool:
+        """A loss or criterion (what it sums is what the caller backpropagates) or a collate function."""
+        return self._in_loss_function(scope_node) or (
+            isinstance(scope_node, cst.FunctionDef) and bool(HELPER_FUNCTION.fullmatch(scope_node.name.value))
+        )
 
     def _grad_off(self, node: cst.CSTNode) -> bool:
         """Whether ``node`` runs with gradients off (inside ``with torch.no_grad()`` or a function
@@ -420,6 +441,24 @@ def _backward_names(loop: cst.CSTNode) -> Set[str]:
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "backward"
         and isinstance(node.func.value, cst.Name)
     }
+
+
+def _words(name: str) -> Set[str]:
+    return {word.lower() for part in name.split(".") for word in BATCH_WORD_SPLIT.split(part) if word}
+
+
+def _draws_batches(loop: cst.CSTNode) -> bool:
+    """A ``for`` loop over something named for batches or a loader (through ``enumerate``, ``tqdm``,
+    ``zip``...), or a loop whose body draws with ``next(...)``."""
+    if isinstance(loop, cst.For):
+        names = [n.value for n in _subexpressions(loop.iter) if isinstance(n, cst.Name)]
+        names += [n.attr.value for n in _subexpressions(loop.iter) if isinstance(n, cst.Attribute)]
+        if any(_words(name) & BATCH_WORDS for name in names):
+            return True
+    return any(
+        isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "next"
+        for node in _subexpressions(loop.body)
+    )
 
 
 def _bound_afresh_in(loop: cst.CSTNode) -> Set[str]:
