@@ -146,6 +146,21 @@ class ScopeAnalysis:
         position = self.owner.get_metadata(PositionProvider, self.node)
         return f"scope:{position.start.line}:{position.start.column}"
 
+    def device_memory_names(self) -> FrozenSet[str]:
+        """Names some binding in the scope gives a value holding device memory worth releasing
+        (:meth:`TensorLikeness.holds_device_memory`), following values computed from one another."""
+        bindings = [(name, value) for step in self.graph.steps if step.node is not None
+                    for name, value in self._bindings(step.node) if value is not None]
+        found: Set[str] = set()
+        changed = True
+        while changed:
+            changed = False
+            for name, value in bindings:
+                if name not in found and self.tensors.holds_device_memory(value, found):
+                    found.add(name)
+                    changed = True
+        return frozenset(found)
+
     def holding_before(self, step: Step, holds: Callable[[str, cst.BaseExpression], bool]) -> FrozenSet[str]:
         """Names that may hold a value for which ``holds(name, value)`` just before ``step``."""
         bindings = {s: self._bindings(s.node) for s in self.graph.steps if s.node is not None}

@@ -29,6 +29,13 @@ NON_TENSOR_METHODS = frozenset({
 })
 """Methods of tensors (or modules) whose result holds no GPU tensor: releasing rebinds."""
 
+INDEX_METHODS = frozenset({"argmax", "argmin", "nonzero", "argsort", "bool", "long", "int", "generate"})
+"""Methods whose result is indices, masks or token ids: a few bytes, whatever the input's size."""
+CRITERION_SUFFIXES = ("criterion", "loss_fn", "loss_func", "loss_function")
+"""How a loss function or module bound to a name is usually named: its result holds a graph."""
+WEIGHT_ATTRIBUTES = frozenset({"weight", "bias", "data"})
+"""A module's tensors: ``layer.weight``, ``layer.weight.data``."""
+
 NON_TENSOR_ATTRIBUTES = frozenset({
     "shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "names", "layout", "training",
     "is_leaf", "grad_fn",
@@ -233,3 +240,64 @@ class TensorLikeness:
                 return not _names_cpu(device)
             return any(self(arg.value, holding) for arg in node.args)
         return False
+
+    def holds_device_memory(self, node: cst.CSTNode, holding: Set[str]) -> bool:
+        """Whether ``node`` holds memory worth an ``empty_cache()`` call: a module's forward output
+        (or a value computed from one, which holds the output's storage or its graph), a loss from a
+        criterion, a checkpoint loaded to a named device, a module built and moved to the device, or
+        a module's weights — where ``holding`` names values that already do. Token ids, masks, inputs
+        moved to the device, and checkpoints loaded wherever they were saved from are not (GPU001
+        reports the last)."""
+        if isinstance(node, cst.Name):
+            return node.value in holding
+        if isinstance(node, cst.Attribute):
+            if node.attr.value in NON_TENSOR_ATTRIBUTES:
+                return False
+            if node.attr.value in WEIGHT_ATTRIBUTES and (self.is_module(node.value) or self.holds_device_memory(node.value, holding)):
+                return True
+            return not self.is_module(node.value) and self.holds_device_memory(node.value, holding)
+        if isinstance(node, cst.Subscript):
+            return self.holds_device_memory(node.value, holding)
+        if isinstance(node, cst.BinaryOperation):
+            return self.holds_device_memory(node.left, holding) or self.holds_device_memory(node.right, holding)
+        if isinstance(node, (cst.List, cst.Tuple)):
+            return any(self.holds_device_memory(element.value, holding) for element in node.elements)
+        if isinstance(node, cst.Call):
+            return self._call_holds_device_memory(node, holding)
+        return False
+
+    def _call_holds_device_memory(self, node: cst.Call, holding: Set[str]) -> bool:
+        func = node.func
+        qualified = self.qualified_names(func)
+        if qualified and qualified <= LOADERS:
+            location = _keyword(node, "map_location", 1)
+            return location is not None and not _names_cpu(location)
+        if any(is_torch_tensor_function(q) for q in qualified):
+            return any(self.holds_device_memory(arg.value, holding) for arg in node.args)
+        if isinstance(func, cst.Attribute):
+            method = func.attr.value
+            if method in NON_TENSOR_METHODS or method in INDEX_METHODS or (method == "to" and _moves_to_cpu(node)):
+                return False
+            if method in ("cuda", "to"):
+                return self._builds_module(func.value) or self.holds_device_memory(func.value, holding)
+            if self.is_module(func.value):
+                return method == "forward"
+            if method == "from_pretrained":
+                return _keyword(node, "device_map") is not None
+            return self.holds_device_memory(func.value, holding)
+        return self.is_module(func) or (dotted_name(func) or "").split(".")[-1].lower().endswith(CRITERION_SUFFIXES)
+
+    def _builds_module(self, node: cst.CSTNode) -> bool:
+        """A module constructed here (``Net(config)``, ``nn.Linear(...)``, ``Net().half()``)."""
+        while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in (
+            "eval", "train", "half", "float", "bfloat16", "requires_grad_",
+        ):
+            node = node.func.value
+        if not isinstance(node, cst.Call):
+            return False
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "from_pretrained":
+            return True
+        names = self.qualified_names(node.func)
+        return any(is_module_constructor(q) for q in names) or (
+            isinstance(node.func, (cst.Name, cst.Attribute)) and (dotted_name(node.func) or "").split(".")[-1][:1].isupper()
+        )

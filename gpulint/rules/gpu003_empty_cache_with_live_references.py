@@ -59,7 +59,9 @@ class EmptyCacheWithLiveReferences(Rule):
 
     @staticmethod
     def _dead_tensor_names(analysis: ScopeAnalysis, step: Step) -> List[str]:
-        """Names holding tensors that nothing reads after ``step``, and that ``del`` would free: not
+        """Names holding device memory worth releasing (forward outputs and values computed from
+        them, losses, checkpoints loaded to the device, modules built on it, weights — not token
+        ids, masks or inputs) that nothing reads after ``step``, and that ``del`` would free: not
         parameters, not stored on an object or in a container, not held by a container that
         stays alive (``kwargs = dict(input_ids=ids)``)."""
         live = analysis.live_before(step)
@@ -69,8 +71,11 @@ class EmptyCacheWithLiveReferences(Rule):
         while True:
             still_held = {name for name in dead if held_by.get(name, frozenset()) - dead}
             if not still_held:
-                return analysis.in_binding_order(dead)
+                break
             dead -= still_held
+        substantial = analysis.device_memory_names()
+        holding_memory = analysis.holding_before(step, lambda name, value: analysis.tensors.holds_device_memory(value, set(substantial)))
+        return analysis.in_binding_order(dead & holding_memory)
 
     def _fix(self, analysis: ScopeAnalysis, step: Step, statement: cst.Expr, dead: List[str]) -> FixOutcome:
         if not set(dead) <= analysis.bound_if_deleted({step: frozenset(dead)})[step]:
