@@ -375,3 +375,19 @@ def test_show_fixes_previews_each_fix_and_lists_what_was_fixed(project):
     assert (project / "safe.py").read_text() == SAFE
     fixed = run_gpulint(["--fix", "--show-fixes", "safe.py", "unsafe.py"], cwd=project)
     assert "Fixed 1 problem:\n- safe.py:\n    1 × GPU001 (torch-load-without-map-location)\n" in fixed.stdout
+
+
+def test_test_modules_are_left_out_of_gpu004_unless_asked(tmp_path):
+    from tests.helpers import FIXTURES
+
+    folder = tmp_path / "tests"
+    folder.mkdir()
+    source = (FIXTURES / "GPU004" / "tests" / "test_attention.py").read_text()
+    for name in ("tests/test_attention.py", "attention_test.py", "tests.py", "tests/helpers.py"):
+        (tmp_path / name).write_text(source)
+    (tmp_path / "evaluate.py").write_text(source)
+    default = run_gpulint(["check", "--select", "GPU004", "--format", "concise", "-q", "."], cwd=tmp_path)
+    assert [line.split(":")[0] for line in default.stdout.splitlines()] == ["evaluate.py"]
+    (tmp_path / "pyproject.toml").write_text("[tool.gpulint]\nreport-inference-in-tests = true\n")
+    included = run_gpulint(["check", "--select", "GPU004", "--format", "concise", "-q", "--no-cache", "."], cwd=tmp_path)
+    assert len(included.stdout.splitlines()) == 5

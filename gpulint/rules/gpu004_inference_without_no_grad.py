@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import PurePath
 from typing import Dict, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
@@ -24,6 +26,16 @@ OUTPUTS_LEAVE = "a value computed from the forward pass leaves the function, and
 MAY_TRAIN = "the function may also train: it switches a model to training mode or hands one to other code"
 MODULE_WRAP = "it wraps module-level statements in a block, and code after them may need their gradients"
 """Why a GPU004 fix is unsafe, as one line of help."""
+
+TEST_FILE = re.compile(r"(test_.*|.*_test|tests|conftest)\.py")
+"""pytest's test modules, and ``tests.py``: toy inputs on the CPU, judged trivial in real code."""
+
+
+def is_test_file(path: str) -> bool:
+    """A test module by its name, or any file in a ``tests`` folder."""
+    parts = PurePath(path).parts
+    return bool(parts) and (TEST_FILE.fullmatch(parts[-1]) is not None or "tests" in parts[:-1])
+
 
 TRAINING_CALLS = frozenset({"backward", "step"})
 """Methods whose call shows the scope needs gradients (``loss.backward()``, ``optimizer.step()``)."""
@@ -147,8 +159,12 @@ class InferenceWithoutNoGrad(Rule):
             facts.forward_calls.append(node)
 
     def _report(self, facts: _ScopeFacts) -> None:
-        facts.forward_calls = [call for call in facts.forward_calls if _model(call) not in self.frozen]
+        facts.forward_calls = [
+            call for call in facts.forward_calls if _model(call) not in self.frozen and not self._discarded(call)
+        ]
         if not facts.forward_calls or facts.needs_gradients:
+            return
+        if is_test_file(self.context.path) and not self.context.options.get("report-inference-in-tests"):
             return
         if isinstance(facts.node, cst.FunctionDef):
             calls = self.calls_by_function.get(facts.node.name.value, [])
@@ -156,6 +172,16 @@ class InferenceWithoutNoGrad(Rule):
                 return
         first = facts.forward_calls[0]
         self.report(first, self.message.format(model=_model(first)), self._fix(facts, first))
+
+    def _discarded(self, call: cst.Call) -> bool:
+        """A warm-up or profiling pass whose output is dropped at once (``model(x)``, ``_ = model(x)``):
+        its graph lives only while the call runs."""
+        parent = self.get_metadata(ParentNodeProvider, call, None)
+        if isinstance(parent, cst.Expr):
+            return True
+        return isinstance(parent, cst.Assign) and all(
+            isinstance(target.target, cst.Name) and target.target.value == "_" for target in parent.targets
+        )
 
     def _grad_off_call(self) -> str:
         """``torch.no_grad()`` (or ``torch.inference_mode()``), spelled as this file imports torch."""
