@@ -17,7 +17,7 @@ from gpulint.analysis.gradients import GradientFlow, mentions
 from gpulint.analysis.tensors import dotted_name
 from gpulint.diagnostics import Applicability, Edit, FixOutcome, NoFix
 from gpulint.grad_mode import GradMode, grad_off_mentions
-from gpulint.reach import Reach
+from gpulint.reach import EVERYTHING, Reach
 from gpulint.rule import FixAvailability, Rule
 from gpulint.survey import Survey, argument_values, ast_dotted_name, is_false_constant
 
@@ -39,16 +39,37 @@ def is_test_file(path: str) -> bool:
 
 TRAINING_CALLS = frozenset({"backward", "step"})
 """Methods whose call shows the scope needs gradients (``loss.backward()``, ``optimizer.step()``)."""
+FORWARD_METHODS = frozenset({"forward", "inference", "infer"})
+"""Methods that run a model's forward pass (``model.inference(x)`` in Tacotron-style models)."""
+MODE_PRESERVING = frozenset({"float", "half", "bfloat16", "double", "to", "cuda", "cpu", "eval", "requires_grad_"})
+"""Methods that return the module they are called on: ``model.float().eval()`` puts ``model`` in eval mode."""
 
 
 @dataclass
 class _ScopeFacts:
     node: Scope
+    owner: Optional[cst.ClassDef] = None
+    """The class a method belongs to."""
     mode: Dict[str, bool] = field(default_factory=dict)
     """Dotted name -> whether the code last put it in evaluation mode."""
     forward_calls: List[cst.Call] = field(default_factory=list)
     """Calls of models in evaluation mode, outside any grad-off context, in source order."""
+    open_calls: List[Tuple[str, cst.Call]] = field(default_factory=list)
+    """Calls, outside any grad-off context, of names whose mode this scope does not set: their mode
+    comes from elsewhere (the module, the class, the callers), decided once the module is read."""
     needs_gradients: bool = False
+
+    @property
+    def parameters(self) -> Tuple[str, ...]:
+        if isinstance(self.node, cst.Module):
+            return ()
+        params = self.node.params
+        return tuple(p.name.value for p in (*params.posonly_params, *params.params))
+
+    @property
+    def method_offset(self) -> int:
+        """How many leading parameters callers do not pass (``self`` of a method)."""
+        return 1 if self.owner is not None and self.parameters[:1] == ("self",) else 0
 
 
 class InferenceWithoutNoGrad(Rule):
@@ -76,10 +97,12 @@ class InferenceWithoutNoGrad(Rule):
             if (call.func.attr == "eval" and not call.args and not call.keywords) or (
                 call.func.attr == "train" and any(map(is_false_constant, argument_values(call)))
             ):
-                in_eval_mode.add((ast_dotted_name(call.func.value), _facts_scope(survey, call)))
+                in_eval_mode.add((ast_dotted_name(_ast_module_of(call.func.value)), _facts_scope(survey, call)))
         for assign in survey.nodes(ast.Assign):
             if isinstance(assign.value, ast.Call) and isinstance(assign.value.func, ast.Attribute) and assign.value.func.attr == "eval":
                 in_eval_mode.update((ast_dotted_name(target), _facts_scope(survey, assign)) for target in assign.targets)
+        if _may_cross_scopes(in_eval_mode, survey):
+            return EVERYTHING
         inferences = [call for call in survey.calls() if _may_infer(call, in_eval_mode, survey)]
         functions = {scope.name for scope in map(partial(_facts_scope, survey), inferences) if not isinstance(scope, ast.Module)}
         callers = [call for call in survey.calls() if _called_name(call) in functions]
@@ -93,6 +116,10 @@ class InferenceWithoutNoGrad(Rule):
         self.guards = 0
         self.calls_by_function: Dict[str, List[bool]] = {}
         """Function or method name -> for each call of it in the module, whether gradients were off."""
+        self.arguments_in_eval: Dict[str, List[Tuple[bool, ...]]] = {}
+        """Function or method name -> for each call of it, which positional arguments were models in evaluation mode."""
+        self.class_modes: Dict[int, Dict[str, List[bool]]] = {}
+        """Class -> ``self.<attr>`` -> each mode its methods put it in."""
         self.frozen: Set[str] = set()
         """Models frozen anywhere in the module (``model.requires_grad_(False)``): calling them with
         inputs that need no gradient builds no graph."""
@@ -105,12 +132,16 @@ class InferenceWithoutNoGrad(Rule):
         self.scopes.append(_ScopeFacts(node))
 
     def leave_Module(self, original_node: cst.Module) -> None:
-        self.finished.append(self.scopes.pop())
+        module_facts = self.scopes.pop()
+        self.finished.append(module_facts)
         for facts in self.finished:
+            self._resolve_open_calls(facts, module_facts)
             self._report(facts)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.scopes.append(_ScopeFacts(node))
+        block = self.get_metadata(ParentNodeProvider, node, None)
+        owner = self.get_metadata(ParentNodeProvider, block, None) if block is not None else None
+        self.scopes.append(_ScopeFacts(node, owner if isinstance(owner, cst.ClassDef) else None))
         if self.grad_mode.guarded_function(node):
             self.guards += 1
 
@@ -143,20 +174,69 @@ class InferenceWithoutNoGrad(Rule):
         if isinstance(func, cst.Attribute):
             self.calls_by_function.setdefault(func.attr.value, []).append(self.guards > 0)
             method = func.attr.value
-            receiver = dotted_name(func.value)
+            receiver = dotted_name(_module_of(func.value))
             if method in TRAINING_CALLS or self._names(func) == {"torch.autograd.grad"}:
                 facts.needs_gradients = True
-            if receiver and method == "eval" and not node.args:
-                facts.mode[receiver] = True
-            elif receiver and method == "train":
-                facts.mode[receiver] = bool(node.args) and _is_false(node.args[0].value)
+            if receiver and method in ("eval", "train"):
+                evaluating = not node.args if method == "eval" else bool(node.args) and _is_false(node.args[0].value)
+                facts.mode[receiver] = evaluating
+                if facts.owner is not None and receiver.startswith("self."):
+                    self.class_modes.setdefault(id(facts.owner), {}).setdefault(receiver, []).append(evaluating)
             elif receiver and method == "requires_grad_" and node.args and _is_false(node.args[0].value):
                 self.frozen.add(receiver)
-            elif receiver and method == "forward" and facts.mode.get(receiver) and not self.guards:
-                facts.forward_calls.append(node)
+            elif receiver and method in FORWARD_METHODS and not self.guards:
+                self._forward_call(facts, receiver, node)
         model = dotted_name(func)
-        if model and facts.mode.get(model) and not self.guards:
-            facts.forward_calls.append(node)
+        if model and not self.guards:
+            self._forward_call(facts, model, node)
+        called = _called_name_cst(node)
+        if called is not None:
+            positional = [arg for arg in node.args if arg.keyword is None and not arg.star]
+            self.arguments_in_eval.setdefault(called, []).append(
+                tuple(facts.mode.get(dotted_name(arg.value) or "") is True for arg in positional)
+            )
+
+    @staticmethod
+    def _forward_call(facts: _ScopeFacts, model: str, call: cst.Call) -> None:
+        """A call of ``model`` with gradients on: a forward pass if the scope put it in evaluation
+        mode, left open if the scope never set its mode."""
+        if facts.mode.get(model):
+            facts.forward_calls.append(call)
+        elif model not in facts.mode:
+            facts.open_calls.append((model, call))
+
+    def _resolve_open_calls(self, facts: _ScopeFacts, module_facts: _ScopeFacts) -> None:
+        """Calls whose model is in evaluation mode by facts from outside their scope: a module-level
+        model the function reads, a ``self.<attr>`` a method of the class puts in evaluation mode
+        (and none puts back in training mode), a submodule of ``self`` after ``self.eval()``, or a
+        parameter that every call of the function in the module passes a model in evaluation mode."""
+        if isinstance(facts.node, cst.Module) or facts.node.name.value == "forward":
+            return
+        local = _bound_names(facts.node) | set(facts.parameters)
+        class_modes = self.class_modes.get(id(facts.owner), {}) if facts.owner is not None else {}
+        methods = _method_names(facts.owner) if facts.owner is not None else set()
+        sites = self.arguments_in_eval.get(facts.node.name.value, [])
+        resolved = []
+        for model, call in facts.open_calls:
+            base, _, rest = model.partition(".")
+            if base == "self" and facts.owner is not None:
+                modes = class_modes.get(model, [])
+                in_eval = (bool(modes) and all(modes)) or (
+                    facts.mode.get("self") is True and rest != "" and "." not in rest and rest not in methods
+                )
+            elif base in facts.parameters:
+                index = facts.parameters.index(base) - facts.method_offset
+                in_eval = index >= 0 and bool(sites) and all(index < len(site) and site[index] for site in sites)
+            else:
+                in_eval = base not in local and module_facts.mode.get(model) is True
+            if in_eval:
+                resolved.append(call)
+        if resolved:
+            facts.forward_calls = sorted([*facts.forward_calls, *resolved], key=self._position)
+
+    def _position(self, node: cst.CSTNode) -> Tuple[int, int]:
+        start = self.get_metadata(PositionProvider, node).start
+        return start.line, start.column
 
     def _report(self, facts: _ScopeFacts) -> None:
         facts.forward_calls = [
@@ -274,9 +354,66 @@ def _may_train(function: cst.FunctionDef, facts: _ScopeFacts) -> bool:
 
 
 def _model(call: cst.Call) -> Optional[str]:
-    """The model a forward call calls: ``model`` in ``model(x)`` and in ``model.forward(x)``."""
+    """The model a forward call calls: ``model`` in ``model(x)``, ``model.forward(x)`` and ``model.inference(x)``."""
     func = call.func
-    return dotted_name(func.value if isinstance(func, cst.Attribute) and func.attr.value == "forward" else func)
+    return dotted_name(func.value if isinstance(func, cst.Attribute) and func.attr.value in FORWARD_METHODS else func)
+
+
+def _module_of(node: cst.BaseExpression) -> cst.BaseExpression:
+    """``model`` in ``model.float().to(device)``: calls that return the module they are called on."""
+    while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in MODE_PRESERVING:
+        node = node.func.value
+    return node
+
+
+def _called_name_cst(call: cst.Call) -> Optional[str]:
+    """The name ``calls_by_function`` files a call under: ``f`` for ``f(x)`` and ``obj.f(x)``."""
+    if isinstance(call.func, cst.Name):
+        return call.func.value
+    if isinstance(call.func, cst.Attribute):
+        return call.func.attr.value
+    return None
+
+
+def _bound_names(function: cst.FunctionDef) -> Set[str]:
+    """Names the function binds itself (so a module-level model of that name is not the one it calls)."""
+    bound: Set[str] = set()
+
+    class Bindings(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return node is function
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+            return False
+
+        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+            bound.update(n.value for n in _names_in_target(node.target))
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            bound.update(n.value for n in _names_in_target(node.target))
+
+        def visit_For(self, node: cst.For) -> None:
+            bound.update(n.value for n in _names_in_target(node.target))
+
+        def visit_AsName(self, node: cst.AsName) -> None:
+            bound.update(n.value for n in _names_in_target(node.name))
+
+    function.visit(Bindings())
+    return bound
+
+
+def _names_in_target(target: cst.CSTNode) -> List[cst.Name]:
+    if isinstance(target, cst.Name):
+        return [target]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [name for element in target.elements for name in _names_in_target(element.value)]
+    if isinstance(target, cst.StarredElement):
+        return _names_in_target(target.value)
+    return []
+
+
+def _method_names(owner: cst.ClassDef) -> Set[str]:
+    return {statement.name.value for statement in owner.body.body if isinstance(statement, cst.FunctionDef)}
 
 
 def _is_false(node: cst.BaseExpression) -> bool:
@@ -306,9 +443,31 @@ def _facts_scope(survey: Survey, node: ast.AST) -> ast.AST:
 def _may_infer(call: ast.Call, in_eval_mode: Set[Tuple[Optional[str], ast.AST]], survey: Survey) -> bool:
     """Whether ``call`` calls (or calls ``forward`` of) a name put in evaluation mode in its scope."""
     func = call.func
-    receiver = ast_dotted_name(func.value) if isinstance(func, ast.Attribute) and func.attr == "forward" else None
+    receiver = ast_dotted_name(func.value) if isinstance(func, ast.Attribute) and func.attr in FORWARD_METHODS else None
     scope = _facts_scope(survey, call)
     return any(name is not None and (name, scope) in in_eval_mode for name in (ast_dotted_name(func), receiver))
+
+
+def _ast_module_of(node: ast.expr) -> ast.expr:
+    """:func:`_module_of` on Python's own tree."""
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MODE_PRESERVING:
+        node = node.func.value
+    return node
+
+
+def _may_cross_scopes(in_eval_mode: Set[Tuple[Optional[str], ast.AST]], survey: Survey) -> bool:
+    """Whether a model's evaluation mode may reach another scope: set at module level, on ``self``
+    or one of its attributes, or passed as an argument to a call; then every function is read."""
+    for name, scope in in_eval_mode:
+        if name is None:
+            continue
+        if isinstance(scope, ast.Module) or name == "self" or name.startswith("self."):
+            return True
+    eval_names = {(name, scope) for name, scope in in_eval_mode}
+    return any(
+        (ast_dotted_name(arg), _facts_scope(survey, call)) in eval_names
+        for call in survey.calls() for arg in call.args
+    )
 
 
 def _called_name(call: ast.Call) -> Optional[str]:
