@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import ast
+import re
 from typing import Dict, List, Optional
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
 
 from gpulint import mapping_use
+from gpulint.analysis.tensors import dotted_name
 from gpulint.call_args import append_keyword, may_pass_argument, may_pass_argument_in_tree
 from gpulint.diagnostics import Applicability, FixOutcome, NoFix
 from gpulint.mapping_use import MappingUse
@@ -19,10 +21,20 @@ MAP_LOCATION_SLOT: Dict[str, int] = {
     "torch.load": 1,
     "torch.serialization.load": 1,
     "torch.jit.load": 1,
-    "torch.hub.load_state_dict_from_url": 2,
-    "torch.utils.model_zoo.load_url": 2,
 }
-"""Each flagged function, and the 0-based positional slot of ``map_location`` in its signature."""
+"""Each flagged function, and the 0-based positional slot of ``map_location`` in its signature.
+``torch.hub.load_state_dict_from_url`` and ``torch.utils.model_zoo.load_url`` are not flagged: what
+they download is a published artifact, saved from the CPU."""
+DOWNLOAD = re.compile(r".*(download|load_file_from_url|urlretrieve|cached_path|hf_hub).*", re.IGNORECASE)
+"""Calls that fetch a published file (``hf_hub_download``, ``load_file_from_url``...): a scope that
+makes one loads release weights, saved from the CPU."""
+NON_TENSOR_PAYLOADS = frozenset({"scheduler", "schedulers", "scaler", "rng"})
+"""Words naming what a checkpoint file may hold that has no device tensors (scheduler, GradScaler
+and RNG states), as whole words of a name or string: ``SCHEDULER_NAME``, ``"rng_state.pth"``,
+never ``upscaler``."""
+WORD = re.compile(r"[A-Z0-9]+(?![a-z])|[A-Z]?[a-z0-9]+")
+DATASET_BASE = re.compile(r"(.*\.)?\w*Dataset")
+"""Base classes of a ``torch.utils.data`` dataset, whose code runs in DataLoader workers."""
 
 
 class TorchLoadWithoutMapLocation(Rule):
@@ -53,7 +65,30 @@ class TorchLoadWithoutMapLocation(Rule):
             return
         if any(may_pass_argument(node, "map_location", MAP_LOCATION_SLOT[name]) for name in names):
             return
+        if self._holds_no_device_tensors(node):
+            return
         self.report(node, self.message.format(func=min(names)), self._fix(node))
+
+    def _holds_no_device_tensors(self, node: cst.Call) -> bool:
+        """What the call loads was saved without device tensors, as the code shows: a scheduler,
+        scaler or RNG state by its name; a file its scope downloads (release weights); data read by
+        a ``Dataset``, whose code runs in DataLoader worker processes where CUDA cannot start."""
+        loaded = node.args[0].value if node.args else None
+        if loaded is not None and NON_TENSOR_PAYLOADS & {word.lower() for word in _words_in(loaded)}:
+            return True
+        scope: Optional[cst.CSTNode] = self.get_metadata(ParentNodeProvider, node)
+        while scope is not None and not isinstance(scope, (cst.FunctionDef, cst.Module)):
+            scope = self.get_metadata(ParentNodeProvider, scope, None)
+        if scope is not None and _downloads(scope):
+            return True
+        owner: Optional[cst.CSTNode] = scope
+        while owner is not None and not isinstance(owner, cst.Module):
+            if isinstance(owner, cst.ClassDef) and any(
+                DATASET_BASE.fullmatch(dotted_name(base.value) or "") for base in owner.bases
+            ):
+                return True
+            owner = self.get_metadata(ParentNodeProvider, owner, None)
+        return False
 
     def _fix(self, node: cst.Call) -> FixOutcome:
         quote = self._quote(node)
@@ -83,3 +118,39 @@ class TorchLoadWithoutMapLocation(Rule):
                 taken.add(ancestor.start[-1])
             ancestor = self.get_metadata(ParentNodeProvider, ancestor)
         return next((quote for quote in preferred if quote not in taken), None)
+
+
+def _words_in(node: cst.CSTNode) -> List[str]:
+    """The words of the names, attributes and strings an expression spells
+    (``os.path.join(d, SCHEDULER_NAME)``: os, path, join, d, SCHEDULER, NAME)."""
+    words: List[str] = []
+
+    class Words(cst.CSTVisitor):
+        def visit_Name(self, name: cst.Name) -> None:
+            words.extend(WORD.findall(name.value))
+
+        def visit_SimpleString(self, string: cst.SimpleString) -> None:
+            words.extend(WORD.findall(string.value))
+
+    node.visit(Words())
+    return words
+
+
+def _downloads(scope: cst.CSTNode) -> bool:
+    """Whether the scope's own code (not nested functions or classes) calls a download function."""
+    found: List[cst.Call] = []
+
+    class Calls(cst.CSTVisitor):
+        def visit_FunctionDef(self, function: cst.FunctionDef) -> bool:
+            return function is scope
+
+        def visit_ClassDef(self, _: cst.ClassDef) -> bool:
+            return False
+
+        def visit_Call(self, call: cst.Call) -> None:
+            name = dotted_name(call.func) or ""
+            if DOWNLOAD.fullmatch(name.split(".")[-1]):
+                found.append(call)
+
+    scope.visit(Calls())
+    return bool(found)
