@@ -102,7 +102,7 @@ def checkout_folder(src: Path, repo: str) -> Path:
 
 def read_verdicts(path: Path = VERDICTS) -> List[Verdict]:
     verdicts: List[Verdict] = []
-    seen: Dict[Key, int] = {}
+    seen: Dict[Key, Tuple[int, str]] = {}
     with path.open(newline="", encoding="utf-8") as stream:
         reader = csv.reader(stream, delimiter="\t")
         header = next(reader, None)
@@ -121,9 +121,9 @@ def read_verdicts(path: Path = VERDICTS) -> List[Verdict]:
             if not cause or not line.isdigit():
                 raise InputError(f"{path}:{number}: every row needs a line number and a cause")
             entry = Verdict(repo, file, "" if cell in ("", "-") else cell, int(line), rule, verdict, fix, cause)
-            if entry.key in seen:
-                raise InputError(f"{path}:{number}: the same finding is judged on line {seen[entry.key]}")
-            seen[entry.key] = number
+            if entry.key in seen and not (seen[entry.key][1] == "MISS" and verdict == "TP"):
+                raise InputError(f"{path}:{number}: the same finding is judged on line {seen[entry.key][0]}")
+            seen[entry.key] = (number, verdict)
             verdicts.append(entry)
     return verdicts
 
@@ -179,7 +179,7 @@ def score(findings: Sequence[Finding], verdicts: Sequence[Verdict]) -> dict:
     for rule in rules:
         mine = [f for f in findings if f.rule == rule]
         counts = Counter(by_key[f.key].verdict for f in mine if f.key in by_key and by_key[f.key].verdict != "MISS")
-        known = [v for v in verdicts if v.rule == rule and v.verdict in ("TP", "MISS")]
+        known = list({v.key: v for v in verdicts if v.rule == rule and v.verdict in ("TP", "MISS")}.values())
         judged = sum(counts[v] for v in JUDGED)
         strict_tp = sum(
             1 for f in mine if f.key in by_key and by_key[f.key].verdict == "TP"

@@ -113,6 +113,21 @@ def test_any_fix_where_the_verdict_says_wrong_is_a_violation(tmp_path):
     assert "line 15 GPU001: offered unsafe, judged wrong" in completed.stdout
 
 
+def test_a_miss_that_becomes_reported_is_judged_by_a_second_row_and_counts_once(tmp_path):
+    miss = "someone/trainer\ttrain.py\t7\t-\tGPU001\tMISS\t-\tstate dict saved from the GPU, not reported before\n"
+    rest = "".join(ALL_JUDGED.splitlines(keepends=True)[1:])
+    _setup(tmp_path, miss + rest)
+    assert _run(tmp_path, "--results", str(tmp_path / "refused.json")).returncode == 1, "a reported MISS needs a judgement"
+    _setup(tmp_path, miss + rest + ALL_JUDGED.splitlines(keepends=True)[0])
+    results = tmp_path / "wild.json"
+    completed = _run(tmp_path, "--results", str(results))
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    gpu001 = json.loads(results.read_text(encoding="utf-8"))["rules"]["GPU001"]
+    assert (gpu001["TP"], gpu001["known_tp"], gpu001["known_tp_reported"]) == (2, 2, 2)
+    _setup(tmp_path, ALL_JUDGED + ALL_JUDGED.splitlines(keepends=True)[0].replace("\tTP\t", "\tMISS\t"))
+    assert _run(tmp_path).returncode == 2, "a MISS row after a judged row is a second judgement"
+
+
 def test_malformed_verdicts_and_missing_checkouts_are_errors(tmp_path):
     _setup(tmp_path, ALL_JUDGED + ALL_JUDGED.splitlines(keepends=True)[0])
     assert _run(tmp_path).returncode == 2

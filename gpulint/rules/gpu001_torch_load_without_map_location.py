@@ -26,15 +26,14 @@ MAP_LOCATION_SLOT: Dict[str, int] = {
 ``torch.hub.load_state_dict_from_url`` and ``torch.utils.model_zoo.load_url`` are not flagged: what
 they download is a published artifact, saved from the CPU."""
 DOWNLOAD = re.compile(r".*(download|load_file_from_url|urlretrieve|cached_path|hf_hub).*", re.IGNORECASE)
-"""Calls that fetch a published file (``hf_hub_download``, ``load_file_from_url``...): a scope that
-makes one loads release weights, saved from the CPU."""
+"""Calls that fetch a published file (``hf_hub_download``, ``load_file_from_url``...): a file they
+return, or fetch when it is missing, is a release artifact, saved from the CPU."""
 NON_TENSOR_PAYLOADS = frozenset({"scheduler", "schedulers", "scaler", "rng"})
 """Words naming what a checkpoint file may hold that has no device tensors (scheduler, GradScaler
 and RNG states), as whole words of a name or string: ``SCHEDULER_NAME``, ``"rng_state.pth"``,
 never ``upscaler``."""
 WORD = re.compile(r"[A-Z0-9]+(?![a-z])|[A-Z]?[a-z0-9]+")
-DATASET_BASE = re.compile(r"(.*\.)?\w*Dataset")
-"""Base classes of a ``torch.utils.data`` dataset, whose code runs in DataLoader workers."""
+
 
 
 class TorchLoadWithoutMapLocation(Rule):
@@ -71,24 +70,20 @@ class TorchLoadWithoutMapLocation(Rule):
 
     def _holds_no_device_tensors(self, node: cst.Call) -> bool:
         """What the call loads was saved without device tensors, as the code shows: a scheduler,
-        scaler or RNG state by its name; a file its scope downloads (release weights); data read by
-        a ``Dataset``, whose code runs in DataLoader worker processes where CUDA cannot start."""
+        scaler or RNG state by its name, or a file downloaded in the same scope — the load's
+        argument is what a download call returned, or a download call fetches it when it is
+        missing (``if not os.path.exists(path): load_file_from_url(...)``)."""
         loaded = node.args[0].value if node.args else None
-        if loaded is not None and NON_TENSOR_PAYLOADS & {word.lower() for word in _words_in(loaded)}:
+        if loaded is None:
+            return False
+        if NON_TENSOR_PAYLOADS & {word.lower() for word in _words_in(loaded)}:
+            return True
+        if _is_download(loaded):
             return True
         scope: Optional[cst.CSTNode] = self.get_metadata(ParentNodeProvider, node)
         while scope is not None and not isinstance(scope, (cst.FunctionDef, cst.Module)):
             scope = self.get_metadata(ParentNodeProvider, scope, None)
-        if scope is not None and _downloads(scope):
-            return True
-        owner: Optional[cst.CSTNode] = scope
-        while owner is not None and not isinstance(owner, cst.Module):
-            if isinstance(owner, cst.ClassDef) and any(
-                DATASET_BASE.fullmatch(dotted_name(base.value) or "") for base in owner.bases
-            ):
-                return True
-            owner = self.get_metadata(ParentNodeProvider, owner, None)
-        return False
+        return isinstance(loaded, cst.Name) and scope is not None and _downloaded(scope, loaded.value)
 
     def _fix(self, node: cst.Call) -> FixOutcome:
         quote = self._quote(node)
@@ -136,21 +131,54 @@ def _words_in(node: cst.CSTNode) -> List[str]:
     return words
 
 
-def _downloads(scope: cst.CSTNode) -> bool:
-    """Whether the scope's own code (not nested functions or classes) calls a download function."""
-    found: List[cst.Call] = []
+def _is_download(node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.Call) and bool(DOWNLOAD.fullmatch((dotted_name(node.func) or "").split(".")[-1]))
+
+
+def _contains_download(node: cst.CSTNode) -> bool:
+    found: List[cst.CSTNode] = []
 
     class Calls(cst.CSTVisitor):
+        def visit_Call(self, call: cst.Call) -> None:
+            if _is_download(call):
+                found.append(call)
+
+    node.visit(Calls())
+    return bool(found)
+
+
+def _downloaded(scope: cst.CSTNode, name: str) -> bool:
+    """Whether the scope's own code (not nested functions or classes) binds ``name`` to what a
+    download call returns, or runs a download under an ``if`` that tests ``name``."""
+    found: List[cst.CSTNode] = []
+
+    class Statements(cst.CSTVisitor):
         def visit_FunctionDef(self, function: cst.FunctionDef) -> bool:
             return function is scope
 
         def visit_ClassDef(self, _: cst.ClassDef) -> bool:
             return False
 
-        def visit_Call(self, call: cst.Call) -> None:
-            name = dotted_name(call.func) or ""
-            if DOWNLOAD.fullmatch(name.split(".")[-1]):
-                found.append(call)
+        def visit_Assign(self, assign: cst.Assign) -> None:
+            if any(isinstance(t.target, cst.Name) and t.target.value == name for t in assign.targets) and _contains_download(assign.value):
+                found.append(assign)
 
-    scope.visit(Calls())
+        def visit_If(self, statement: cst.If) -> None:
+            tested = any(isinstance(n, cst.Name) and n.value == name for n in _nodes(statement.test))
+            if tested and _contains_download(statement.body):
+                found.append(statement)
+
+    scope.visit(Statements())
     return bool(found)
+
+
+def _nodes(node: cst.CSTNode) -> List[cst.CSTNode]:
+    collected: List[cst.CSTNode] = []
+
+    class Collect(cst.CSTVisitor):
+        def on_visit(self, child: cst.CSTNode) -> bool:
+            collected.append(child)
+            return True
+
+    node.visit(Collect())
+    return collected
