@@ -224,9 +224,11 @@ class InferenceWithoutNoGrad(Rule):
                 in_eval = (bool(modes) and all(modes)) or (
                     facts.mode.get("self") is True and rest != "" and "." not in rest and rest not in methods
                 )
-            elif base in facts.parameters:
+            elif base in facts.parameters and rest == "":
                 index = facts.parameters.index(base) - facts.method_offset
                 in_eval = index >= 0 and bool(sites) and all(index < len(site) and site[index] for site in sites)
+            elif base in facts.parameters:
+                in_eval = False
             else:
                 in_eval = base not in local and module_facts.mode.get(model) is True
             if in_eval:
