@@ -11,7 +11,7 @@ from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameP
 from gpulint.analysis import cfg, dataflow
 from gpulint.analysis.cfg import ControlFlowGraph, Step
 from gpulint.analysis.escapes import escaping_names
-from gpulint.analysis.tensors import ModuleEvidence, TensorLikeness
+from gpulint.analysis.tensors import WEIGHT_ATTRIBUTES, ModuleEvidence, TensorLikeness, dotted_name
 from gpulint.rule import FileContext
 
 METADATA_DEPENDENCIES = (
@@ -151,15 +151,29 @@ class ScopeAnalysis:
         (:meth:`TensorLikeness.holds_device_memory`), following values computed from one another."""
         bindings = [(name, value) for step in self.graph.steps if step.node is not None
                     for name, value in self._bindings(step.node) if value is not None]
+        replaced = self.replaced_weights()
         found: Set[str] = set()
         changed = True
         while changed:
             changed = False
             for name, value in bindings:
-                if name not in found and self.tensors.holds_device_memory(value, found):
+                if name not in found and self.tensors.holds_device_memory(value, found, replaced):
                     found.add(name)
                     changed = True
         return frozenset(found)
+
+    def replaced_weights(self) -> FrozenSet[str]:
+        """``layer.weight`` and ``layer.bias`` attributes the scope assigns anew: whatever held the
+        old tensor is then its only holder."""
+        replaced = set()
+        for step in self.graph.steps:
+            if isinstance(step.node, cst.Assign):
+                for target in step.node.targets:
+                    if isinstance(target.target, cst.Attribute) and target.target.attr.value in WEIGHT_ATTRIBUTES:
+                        name = dotted_name(target.target)
+                        if name:
+                            replaced.add(name)
+        return frozenset(replaced)
 
     def holding_before(self, step: Step, holds: Callable[[str, cst.BaseExpression], bool]) -> FrozenSet[str]:
         """Names that may hold a value for which ``holds(name, value)`` just before ``step``."""

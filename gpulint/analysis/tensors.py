@@ -29,12 +29,17 @@ NON_TENSOR_METHODS = frozenset({
 })
 """Methods of tensors (or modules) whose result holds no GPU tensor: releasing rebinds."""
 
+SHAPE_FACTORIES = frozenset({
+    "zeros", "ones", "empty", "full", "rand", "randn", "randint", "normal",
+    "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "randint_like",
+})
+"""``torch`` functions that allocate a tensor of a given shape: on a device, a large allocation."""
 INDEX_METHODS = frozenset({"argmax", "argmin", "nonzero", "argsort", "bool", "long", "int", "generate"})
 """Methods whose result is indices, masks or token ids: a few bytes, whatever the input's size."""
 CRITERION_SUFFIXES = ("criterion", "loss_fn", "loss_func", "loss_function")
 """How a loss function or module bound to a name is usually named: its result holds a graph."""
-WEIGHT_ATTRIBUTES = frozenset({"weight", "bias", "data"})
-"""A module's tensors: ``layer.weight``, ``layer.weight.data``."""
+WEIGHT_ATTRIBUTES = frozenset({"weight", "bias"})
+"""A module's tensors: ``layer.weight``, ``layer.bias``."""
 
 NON_TENSOR_ATTRIBUTES = frozenset({
     "shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "names", "layout", "training",
@@ -241,21 +246,22 @@ class TensorLikeness:
             return any(self(arg.value, holding) for arg in node.args)
         return False
 
-    def holds_device_memory(self, node: cst.CSTNode, holding: Set[str]) -> bool:
+    def holds_device_memory(self, node: cst.CSTNode, holding: Set[str], replaced: FrozenSet[str] = frozenset()) -> bool:
         """Whether ``node`` holds memory worth an ``empty_cache()`` call: a module's forward output
         (or a value computed from one, which holds the output's storage or its graph), a loss from a
-        criterion, a checkpoint loaded to a named device, a module built and moved to the device, or
-        a module's weights — where ``holding`` names values that already do. Token ids, masks, inputs
-        moved to the device, and checkpoints loaded wherever they were saved from are not (GPU001
-        reports the last)."""
+        criterion, a checkpoint loaded to a named device, a module built and moved to the device, a
+        tensor allocated by shape on the device, or a module's weight that the scope then replaces
+        (``replaced`` names such attributes: ``layer.weight``) — where ``holding`` names values that
+        already do. Token ids, masks, inputs moved to the device, checkpoints loaded wherever they
+        were saved from (GPU001 reports those), and a weight its module still holds are not."""
         if isinstance(node, cst.Name):
             return node.value in holding
         if isinstance(node, cst.Attribute):
             if node.attr.value in NON_TENSOR_ATTRIBUTES:
                 return False
-            if node.attr.value in WEIGHT_ATTRIBUTES and (self.is_module(node.value) or self.holds_device_memory(node.value, holding)):
+            if dotted_name(node) in replaced or (node.attr.value == "data" and dotted_name(node.value) in replaced):
                 return True
-            return not self.is_module(node.value) and self.holds_device_memory(node.value, holding)
+            return not self.is_module(node.value) and self.holds_device_memory(node.value, holding, replaced)
         if isinstance(node, cst.Subscript):
             return self.holds_device_memory(node.value, holding)
         if isinstance(node, cst.BinaryOperation):
@@ -273,6 +279,9 @@ class TensorLikeness:
             location = _keyword(node, "map_location", 1)
             return location is not None and not _names_cpu(location)
         if any(is_torch_tensor_function(q) for q in qualified):
+            device = _keyword(node, "device")
+            if device is not None and any(q.split(".")[-1] in SHAPE_FACTORIES for q in qualified):
+                return not _names_cpu(device)
             return any(self.holds_device_memory(arg.value, holding) for arg in node.args)
         if isinstance(func, cst.Attribute):
             method = func.attr.value

@@ -64,17 +64,19 @@ class EmptyCacheWithLiveReferences(Rule):
         ids, masks or inputs) that nothing reads after ``step``, and that ``del`` would free: not
         parameters, not stored on an object or in a container, not held by a container that
         stays alive (``kwargs = dict(input_ids=ids)``)."""
+        substantial, replaced = set(analysis.device_memory_names()), analysis.replaced_weights()
+        holding_memory = analysis.holding_before(
+            step, lambda name, value: analysis.tensors.holds_device_memory(value, substantial, replaced)
+        )
         live = analysis.live_before(step)
         excluded = live | analysis.escaping | set(analysis.parameters) | analysis.stored_elsewhere()
-        dead = {name for name in analysis.holding[step] if name not in excluded}
+        dead = {name for name in analysis.holding[step] | holding_memory if name not in excluded}
         held_by = analysis.held_by(step)
         while True:
             still_held = {name for name in dead if held_by.get(name, frozenset()) - dead}
             if not still_held:
                 break
             dead -= still_held
-        substantial = analysis.device_memory_names()
-        holding_memory = analysis.holding_before(step, lambda name, value: analysis.tensors.holds_device_memory(value, set(substantial)))
         return analysis.in_binding_order(dead & holding_memory)
 
     def _fix(self, analysis: ScopeAnalysis, step: Step, statement: cst.Expr, dead: List[str]) -> FixOutcome:
