@@ -30,10 +30,12 @@ NON_TENSOR_METHODS = frozenset({
 """Methods of tensors (or modules) whose result holds no GPU tensor: releasing rebinds."""
 
 SHAPE_FACTORIES = frozenset({
-    "zeros", "ones", "empty", "full", "rand", "randn", "randint", "normal",
-    "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "randint_like",
+    "zeros", "ones", "empty", "full", "rand", "randn", "normal",
+    "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like",
 })
-"""``torch`` functions that allocate a tensor of a given shape: on a device, a large allocation."""
+"""``torch`` functions that allocate a floating-point tensor of a given shape: on a device, a large
+allocation (unless given another ``dtype``: ids and masks are small)."""
+FLOAT_DTYPES = frozenset({"float", "float16", "float32", "float64", "half", "bfloat16", "double"})
 INDEX_METHODS = frozenset({"argmax", "argmin", "nonzero", "argsort", "bool", "long", "int", "generate"})
 """Methods whose result is indices, masks or token ids: a few bytes, whatever the input's size."""
 CRITERION_SUFFIXES = ("criterion", "loss_fn", "loss_func", "loss_function")
@@ -279,9 +281,10 @@ class TensorLikeness:
             location = _keyword(node, "map_location", 1)
             return location is not None and not _names_cpu(location)
         if any(is_torch_tensor_function(q) for q in qualified):
-            device = _keyword(node, "device")
+            device, dtype = _keyword(node, "device"), _keyword(node, "dtype")
             if device is not None and any(q.split(".")[-1] in SHAPE_FACTORIES for q in qualified):
-                return not _names_cpu(device)
+                floating = dtype is None or (dotted_name(dtype) or "").split(".")[-1] in FLOAT_DTYPES
+                return floating and not _names_cpu(device)
             return any(self.holds_device_memory(arg.value, holding) for arg in node.args)
         if isinstance(func, cst.Attribute):
             method = func.attr.value
