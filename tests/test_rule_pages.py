@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
 
 from gpulint.linter import lint_source
 from gpulint.pages import SECTIONS, code_blocks, read_page, sections, title
 from gpulint.rules import ALL_RULES, RULES_BY_CODE
+from tests.helpers import PAGES
 
 RULES = pytest.mark.parametrize("rule", ALL_RULES, ids=lambda rule: rule.code)
 
@@ -50,3 +54,27 @@ def test_the_gpu001_example_is_fixed_by_plain_fix():
     (block,) = code_blocks(sections(read_page("GPU001"))["Example"])
     (diagnostic,) = lint_source(block, "example.py", [RULES_BY_CODE["GPU001"]])
     assert diagnostic.fix is not None and diagnostic.fix.applicability.value == "safe"
+
+
+WILD_RESULTS = PAGES.parent / "benchmarks" / "results" / "wild.json"
+WILD_LINE = re.compile(
+    r"(?P<findings>\d+) findings?(?:, precision (?P<precision>[0-9.]+) \((?P<tp>\d+) TP, (?P<trivial>\d+) trivial, (?P<fp>\d+) false\))?"
+    r"(?:, known-TP recall (?P<recall>[0-9.]+) \((?P<reported>\d+)/(?P<known>\d+)\))?"
+)
+
+
+@RULES
+def test_page_states_the_committed_wild_precision(rule):
+    """Each page's figures are the committed benchmark's, so a rule change that moves them shows."""
+    figures = json.loads(WILD_RESULTS.read_text(encoding="utf-8"))["rules"].get(rule.code)
+    text = sections(read_page(rule.code))["Precision in the wild"]
+    match = WILD_LINE.search(text)
+    assert match, text
+    findings = figures["findings"] if figures else 0
+    assert int(match["findings"]) == findings
+    if findings:
+        assert float(match["precision"]) == figures["precision"]
+        assert (int(match["tp"]), int(match["trivial"]), int(match["fp"])) == (figures["TP"], figures["TRIVIAL"], figures["FP"])
+    if figures and figures["known_tp"]:
+        assert float(match["recall"]) == figures["known_tp_recall"]
+        assert (int(match["reported"]), int(match["known"])) == (figures["known_tp_reported"], figures["known_tp"])
