@@ -14,7 +14,7 @@ from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameP
 
 from gpulint.analysis.aliases import AliasGroup
 from gpulint.analysis.gradients import GradientFlow, mentions
-from gpulint.analysis.tensors import dotted_name
+from gpulint.analysis.tensors import MODULE_API, dotted_name
 from gpulint.diagnostics import Applicability, Edit, FixOutcome, NoFix
 from gpulint.grad_mode import GradMode, grad_off_mentions
 from gpulint.reach import EVERYTHING, Reach
@@ -120,6 +120,8 @@ class InferenceWithoutNoGrad(Rule):
         """Function or method name -> for each call of it, which positional arguments were models in evaluation mode."""
         self.class_modes: Dict[int, Dict[str, List[bool]]] = {}
         """Class -> ``self.<attr>`` -> each mode its methods put it in."""
+        self.method_names: Dict[int, Set[str]] = {}
+        """Class -> the names of its methods."""
         self.frozen: Set[str] = set()
         """Models frozen anywhere in the module (``model.requires_grad_(False)``): calling them with
         inputs that need no gradient builds no graph."""
@@ -196,34 +198,40 @@ class InferenceWithoutNoGrad(Rule):
                 tuple(facts.mode.get(dotted_name(arg.value) or "") is True for arg in positional)
             )
 
-    @staticmethod
-    def _forward_call(facts: _ScopeFacts, model: str, call: cst.Call) -> None:
-        """A call of ``model`` with gradients on: a forward pass if the scope put it in evaluation
-        mode, left open if the scope never set its mode."""
-        if facts.mode.get(model):
+    def _forward_call(self, facts: _ScopeFacts, model: str, call: cst.Call) -> None:
+        """A call of ``model`` with gradients on: a forward pass if the scope put it, or ``self``
+        whose submodule it is, in evaluation mode; left open if the scope never set its mode."""
+        if facts.mode.get(model) or (model not in facts.mode and self._submodule_of_evaluating_self(facts, model)):
             facts.forward_calls.append(call)
         elif model not in facts.mode:
             facts.open_calls.append((model, call))
 
+    def _submodule_of_evaluating_self(self, facts: _ScopeFacts, model: str) -> bool:
+        """``self.decoder`` after ``self.eval()`` in the same method (not one of the class's methods)."""
+        base, _, attribute = model.partition(".")
+        if base != "self" or not attribute or "." in attribute or facts.owner is None or not facts.mode.get("self"):
+            return False
+        methods = self.method_names.get(id(facts.owner))
+        if methods is None:
+            methods = self.method_names[id(facts.owner)] = _method_names(facts.owner)
+        return attribute not in methods and attribute not in MODULE_API
+
     def _resolve_open_calls(self, facts: _ScopeFacts, module_facts: _ScopeFacts) -> None:
         """Calls whose model is in evaluation mode by facts from outside their scope: a module-level
         model the function reads, a ``self.<attr>`` a method of the class puts in evaluation mode
-        (and none puts back in training mode), a submodule of ``self`` after ``self.eval()``, or a
-        parameter that every call of the function in the module passes a model in evaluation mode."""
+        (and none puts back in training mode), or a parameter that every call of the function in
+        the module passes a model in evaluation mode."""
         if isinstance(facts.node, cst.Module) or facts.node.name.value == "forward":
             return
         local = _bound_names(facts.node) | set(facts.parameters)
         class_modes = self.class_modes.get(id(facts.owner), {}) if facts.owner is not None else {}
-        methods = _method_names(facts.owner) if facts.owner is not None else set()
         sites = self.arguments_in_eval.get(facts.node.name.value, [])
         resolved = []
         for model, call in facts.open_calls:
             base, _, rest = model.partition(".")
             if base == "self" and facts.owner is not None:
                 modes = class_modes.get(model, [])
-                in_eval = (bool(modes) and all(modes)) or (
-                    facts.mode.get("self") is True and rest != "" and "." not in rest and rest not in methods
-                )
+                in_eval = bool(modes) and all(modes)
             elif base in facts.parameters and rest == "":
                 index = facts.parameters.index(base) - facts.method_offset
                 in_eval = index >= 0 and bool(sites) and all(index < len(site) and site[index] for site in sites)
