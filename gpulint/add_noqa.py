@@ -95,8 +95,8 @@ def add_noqa_to_notebook(notebook: Notebook, diagnostics: List[Diagnostic]) -> N
     """The notebook's text with a directive on the first line of each finding, in its cell."""
     by_cell: Dict[int, List[Diagnostic]] = {}
     for diagnostic in diagnostics:
-        cell, line = notebook.locate(diagnostic.start.line)
-        by_cell.setdefault(cell, []).append(replace(diagnostic, start=Position(line, diagnostic.start.column)))
+        index, line = notebook.locate(diagnostic.start.line)
+        by_cell.setdefault(index, []).append(replace(diagnostic, start=Position(line, diagnostic.start.column)))
     changed: List[Tuple[CodeCell, str]] = []
     added = skipped = 0
     for cell in notebook.cells:

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, TextIO, Tuple
+from typing import Dict, List, Optional, Sequence, TextIO
 
 from gpulint import __version__, rules
 from gpulint.config import ConfigError, Overrides, Settings, settings_for
@@ -248,8 +248,8 @@ def _add_noqa_directives(results: Sequence[FileResult], err: TextIO) -> int:
             continue
         added += planned.added
         skipped += planned.skipped
-    for error in failed:
-        err.write(f"error: {error}\n")
+    for failure in failed:
+        err.write(f"error: {failure}\n")
     err.write(f"Added {plural(added, 'noqa directive')}.\n")
     if skipped:
         err.write(f"{plural(skipped, 'line')} cannot take a comment (inside a string or after a backslash); left as they were.\n")

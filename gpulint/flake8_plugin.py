@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Iterator, List, Mapping, Optional, Sequence, Tuple, Type
+from typing import Iterator, List, Mapping, Sequence, Tuple, Type
 
 import libcst as cst
 

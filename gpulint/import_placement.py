@@ -17,9 +17,9 @@ import libcst as cst
 STDLIB = frozenset(getattr(sys, "stdlib_module_names", ())) | {"gc", "os", "sys"}
 
 
-def _top_name(line: cst.SimpleStatementLine) -> Optional[str]:
+def _top_name(line: cst.BaseStatement) -> Optional[str]:
     """The top-level package a one-import line imports from; None for other lines."""
-    if len(line.body) != 1:
+    if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
         return None
     statement = line.body[0]
     if isinstance(statement, cst.Import):
@@ -54,7 +54,7 @@ def _is_docstring(statement: cst.CSTNode) -> bool:
 def add_stdlib_import(module: cst.Module, name: str) -> Optional[cst.Module]:
     """``module`` with ``import name`` added among its leading imports; the module itself if it
     already has that import; None if it has no leading imports to place it among."""
-    body = list(module.body)
+    body: List[cst.BaseStatement] = list(module.body)
     start = 1 if body and _is_docstring(body[0]) else 0
     header: List[int] = []
     for index in range(start, len(body)):
@@ -68,7 +68,7 @@ def add_stdlib_import(module: cst.Module, name: str) -> Optional[cst.Module]:
     if not after_future:
         return None
     stdlib = [index for index in after_future if _top_name(body[index]) in STDLIB]
-    plain = [index for index in stdlib if isinstance(body[index].body[0], cst.Import)]
+    plain = [index for index in stdlib if _is_plain_import(body[index])]
     later = [index for index in plain if str(_top_name(body[index])).lower() > name.lower()]
     new_line = cst.parse_statement(f"import {name}\n")
     assert isinstance(new_line, cst.SimpleStatementLine)
@@ -79,6 +79,10 @@ def add_stdlib_import(module: cst.Module, name: str) -> Optional[cst.Module]:
     else:
         _insert_before(body, after_future[0], new_line, separate=True)
     return module.with_changes(body=body)
+
+
+def _is_plain_import(line: cst.BaseStatement) -> bool:
+    return isinstance(line, cst.SimpleStatementLine) and isinstance(line.body[0], cst.Import)
 
 
 def _insert_before(body: List[cst.BaseStatement], index: int, new_line: cst.SimpleStatementLine, separate: bool) -> None:

@@ -244,8 +244,8 @@ def process_file(path: Path, job: Job, cache: Optional[ResultCache] = None) -> F
         return cached
     result = process_source(display, source.text, job)
     if cache is not None and job.mode is Mode.CHECK and (result.error is None or not result.error.transient):
-        error = result.error
-        error_fields = None if error is None else (error.message, error.line, error.column, error.cell)
+        failure = result.error
+        error_fields = None if failure is None else (failure.message, failure.line, failure.column, failure.cell)
         cache.store(cache.key(display, source.text, job), display, result.diagnostics, error_fields)
     if job.mode is Mode.FIX and result.error is None and result.new_file_text not in (None, source.text):
         try:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from unittest import mock
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -38,6 +41,37 @@ def run_gpulint(
     return subprocess.CompletedProcess(
         completed.args, completed.returncode, completed.stdout.decode(), completed.stderr.decode()
     )
+
+
+@contextlib.contextmanager
+def _console(cwd: Optional[Path], stdin: Optional[bytes]) -> Iterator[Tuple[io.BytesIO, io.BytesIO]]:
+    """This process as the console script sees it: in ``cwd``, reading ``stdin``, colour off; yields
+    what it writes to stdout and stderr."""
+    out, err = io.BytesIO(), io.BytesIO()
+    streams = [io.TextIOWrapper(buffer, encoding="utf-8", newline="") for buffer in (io.BytesIO(stdin or b""), out, err)]
+    previous = os.getcwd()
+    with mock.patch.dict(os.environ, {"NO_COLOR": "1"}), mock.patch.multiple(sys, stdin=streams[0], stdout=streams[1], stderr=streams[2]):
+        os.environ.pop("FORCE_COLOR", None)
+        os.chdir(cwd or previous)
+        try:
+            yield out, err
+        finally:
+            os.chdir(previous)
+            for stream in streams:
+                stream.detach()  # flushes, and leaves the buffers open to be read
+
+
+def run_main(args: Sequence[str], cwd: Optional[Path] = None, stdin: Optional[bytes] = None) -> subprocess.CompletedProcess:
+    """Run ``gpulint.cli.main`` in this process as ``run_gpulint`` runs the console script, without
+    starting one; output is decoded text. Pass ``--jobs 1`` to keep every file in this process too."""
+    from gpulint.cli import main
+
+    with _console(cwd, stdin) as (out, err):
+        try:
+            code = main(list(args))
+        except SystemExit as exit:  # as a process ends: the status given, 0 for None, 1 for a message
+            code = exit.code if isinstance(exit.code, int) else int(exit.code is not None)
+    return subprocess.CompletedProcess(["gpulint", *args], code, out.getvalue().decode(), err.getvalue().decode())
 
 
 def expected_markers(source: str) -> Dict[Tuple[int, str], Optional[str]]:

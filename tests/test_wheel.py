@@ -21,9 +21,10 @@ def installed(tmp_path_factory):
     )
     (wheel,) = (work / "dist").glob("gpulint-*.whl")
     environment = work / "venv"
-    venv.create(environment, with_pip=True)
+    venv.create(environment)
     python = environment / "bin" / "python"
-    subprocess.run([str(python), "-m", "pip", "install", "-q", str(wheel)], check=True, capture_output=True)
+    # This pip, run by the new environment's Python (--python), installs there: no pip of its own to set up.
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", str(wheel)], check=True, capture_output=True)
     return wheel, environment
 
 

@@ -9,7 +9,7 @@ arithmetic, indexing and methods on tensor-like values.
 
 from __future__ import annotations
 
-from typing import Callable, FrozenSet, Iterable, Optional, Set
+from typing import Callable, FrozenSet, Iterable, List, Optional, Set
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
@@ -89,6 +89,19 @@ RELEASING_BUILTINS = frozenset({"float", "int", "bool", "str", "len", "round", "
 tensor, and is judged by its argument."""
 LOADERS = frozenset({"torch.load", "torch.serialization.load"})
 MODULE_OUTPUT_METHODS = frozenset({"forward", "generate"})
+
+
+def subexpressions(node: cst.CSTNode) -> List[cst.CSTNode]:
+    """``node`` and every node below it, in visit order."""
+    found: List[cst.CSTNode] = []
+
+    class Collect(cst.CSTVisitor):
+        def on_visit(self, child: cst.CSTNode) -> bool:
+            found.append(child)
+            return True
+
+    node.visit(Collect())
+    return found
 
 
 def is_torch_tensor_function(qualified: str) -> bool:
@@ -300,6 +313,8 @@ class TensorLikeness:
                 floating = dtype is None or (dotted_name(dtype) or "").split(".")[-1] in FLOAT_DTYPES
                 return floating and not _names_cpu(device)
             return any(self.holds_device_memory(arg.value, holding) for arg in node.args)
+        if self.is_module(func):
+            return True
         if isinstance(func, cst.Attribute):
             method = func.attr.value
             if method in NON_TENSOR_METHODS or method in INDEX_METHODS or (method == "to" and _moves_to_cpu(node)):

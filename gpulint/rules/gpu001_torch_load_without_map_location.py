@@ -10,7 +10,7 @@ import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
 
 from gpulint import mapping_use
-from gpulint.analysis.tensors import dotted_name
+from gpulint.analysis.tensors import dotted_name, subexpressions
 from gpulint.call_args import append_keyword, may_pass_argument, may_pass_argument_in_tree
 from gpulint.diagnostics import Applicability, FixOutcome, NoFix
 from gpulint.mapping_use import MappingUse
@@ -164,21 +164,9 @@ def _downloaded(scope: cst.CSTNode, name: str) -> bool:
                 found.append(assign)
 
         def visit_If(self, statement: cst.If) -> None:
-            tested = any(isinstance(n, cst.Name) and n.value == name for n in _nodes(statement.test))
+            tested = any(isinstance(n, cst.Name) and n.value == name for n in subexpressions(statement.test))
             if tested and _contains_download(statement.body):
                 found.append(statement)
 
     scope.visit(Statements())
     return bool(found)
-
-
-def _nodes(node: cst.CSTNode) -> List[cst.CSTNode]:
-    collected: List[cst.CSTNode] = []
-
-    class Collect(cst.CSTVisitor):
-        def on_visit(self, child: cst.CSTNode) -> bool:
-            collected.append(child)
-            return True
-
-    node.visit(Collect())
-    return collected

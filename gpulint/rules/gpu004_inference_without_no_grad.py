@@ -265,9 +265,14 @@ class InferenceWithoutNoGrad(Rule):
 
     def _discarded(self, call: cst.Call) -> bool:
         """A warm-up or profiling pass whose output is dropped at once (``model(x)``, ``_ = model(x)``):
-        its graph lives only while the call runs."""
+        its graph lives only while the call runs. Not the expression a notebook cell ends with, whose
+        value Jupyter displays and keeps (``Out``)."""
         parent = self.get_metadata(ParentNodeProvider, call, None)
         if isinstance(parent, cst.Expr):
+            line = self.get_metadata(ParentNodeProvider, parent, None)
+            module = self.get_metadata(ParentNodeProvider, line, None) if line is not None else None
+            if self.context.path.endswith(".ipynb") and isinstance(module, cst.Module) and isinstance(line, cst.SimpleStatementLine):
+                return not _displayed(module.body, list(module.body).index(line))
             return True
         return isinstance(parent, cst.Assign) and all(
             isinstance(target.target, cst.Name) and target.target.value == "_" for target in parent.targets

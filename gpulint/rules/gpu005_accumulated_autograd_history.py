@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Iterator, List, Optional, Set, Tuple
+from typing import Iterator, List, Optional, Set, Tuple, Union
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider
@@ -12,7 +12,7 @@ from libcst.metadata import ParentNodeProvider, PositionProvider
 from gpulint.analysis import scope
 from gpulint.analysis.gradients import GradientFlow
 from gpulint.analysis.scope import ScopeAnalysis, analysis_for
-from gpulint.analysis.tensors import dotted_name, is_torch_tensor_function
+from gpulint.analysis.tensors import dotted_name, is_torch_tensor_function, subexpressions
 from gpulint.diagnostics import Applicability, FixOutcome, NoFix
 from gpulint.grad_mode import GradMode, grad_off_mentions
 from gpulint.reach import Reach
@@ -160,7 +160,7 @@ class AccumulatedAutogradHistory(Rule):
             current = self.get_metadata(ParentNodeProvider, current, None)
         return False
 
-    def _data_loop(self, node: cst.CSTNode, accumulated: str) -> Optional[cst.CSTNode]:
+    def _data_loop(self, node: cst.CSTNode, accumulated: str) -> Optional[Union[cst.For, cst.While]]:
         """The innermost loop around ``node`` that draws batches and across whose iterations
         ``accumulated`` lives on; None when a loop on the way starts it afresh each iteration
         (``loss = 0.0`` before summing over crops or heads) or no loop draws batches."""
@@ -337,13 +337,13 @@ def _constant_key(target: cst.Subscript) -> bool:
 
 
 def _names_of(node: cst.CSTNode) -> Set[str]:
-    return {name for name in (dotted_name(n) for n in _subexpressions(node)) if name}
+    return {name for name in (dotted_name(n) for n in subexpressions(node)) if name}
 
 
 def _called_names(node: cst.CSTNode) -> Set[str]:
     return {
         n.func.value if isinstance(n.func, cst.Name) else n.func.attr.value
-        for n in _subexpressions(node)
+        for n in subexpressions(node)
         if isinstance(n, cst.Call) and isinstance(n.func, (cst.Name, cst.Attribute))
     }
 
@@ -352,7 +352,7 @@ def _computed_from(name: str, scope_node: cst.CSTNode) -> Set[str]:
     """``name`` and every name bound (in the scope) to a value computed from it, or holding it in a
     container (``d[k] = x``, ``results.append(x)``), transitively."""
     derived = {name}
-    assignments = [n for n in _subexpressions(scope_node) if isinstance(n, (cst.Assign, cst.AugAssign, cst.Call))]
+    assignments = [n for n in subexpressions(scope_node) if isinstance(n, (cst.Assign, cst.AugAssign, cst.Call))]
     changed = True
     while changed:
         changed = False
@@ -383,7 +383,7 @@ def _backward_inputs(scope_node: cst.CSTNode, qualified_names) -> List[cst.CSTNo
     any call whose name mentions backward (``accelerator.backward``, ``manual_backward``), of
     ``torch.autograd.grad`` and ``torch.autograd.backward``."""
     found: List[cst.CSTNode] = []
-    for node in _subexpressions(scope_node):
+    for node in subexpressions(scope_node):
         if not isinstance(node, cst.Call):
             continue
         name = dotted_name(node.func) or ""
@@ -398,7 +398,7 @@ def _returns_any(function: cst.FunctionDef, names: Set[str]) -> bool:
     """Whether the function returns or yields a value that mentions one of ``names``."""
     return any(
         isinstance(node, (cst.Return, cst.Yield)) and node.value is not None and _names_of(node.value) & names
-        for node in _subexpressions(function.body)
+        for node in subexpressions(function.body)
     )
 
 
@@ -423,21 +423,9 @@ def _small_statement(owner: Rule, node: cst.CSTNode) -> Optional[cst.CSTNode]:
     return current
 
 
-def _subexpressions(node: cst.CSTNode) -> List[cst.CSTNode]:
-    found: List[cst.CSTNode] = []
-
-    class Collect(cst.CSTVisitor):
-        def on_visit(self, child: cst.CSTNode) -> bool:
-            found.append(child)
-            return True
-
-    node.visit(Collect())
-    return found
-
-
 def _backward_names(loop: cst.CSTNode) -> Set[str]:
     return {
-        node.func.value.value for node in _subexpressions(loop)
+        node.func.value.value for node in subexpressions(loop)
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "backward"
         and isinstance(node.func.value, cst.Name)
     }
@@ -447,25 +435,25 @@ def _words(name: str) -> Set[str]:
     return {word.lower() for part in name.split(".") for word in BATCH_WORD_SPLIT.split(part) if word}
 
 
-def _draws_batches(loop: cst.CSTNode) -> bool:
+def _draws_batches(loop: Union[cst.For, cst.While]) -> bool:
     """A ``for`` loop over something named for batches or a loader (through ``enumerate``, ``tqdm``,
     ``zip``...), or a loop whose body draws with ``next(...)``."""
     if isinstance(loop, cst.For):
-        names = [n.value for n in _subexpressions(loop.iter) if isinstance(n, cst.Name)]
-        names += [n.attr.value for n in _subexpressions(loop.iter) if isinstance(n, cst.Attribute)]
+        names = [n.value for n in subexpressions(loop.iter) if isinstance(n, cst.Name)]
+        names += [n.attr.value for n in subexpressions(loop.iter) if isinstance(n, cst.Attribute)]
         if any(_words(name) & BATCH_WORDS for name in names):
             return True
     return any(
         isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "next"
-        for node in _subexpressions(loop.body)
+        for node in subexpressions(loop.body)
     )
 
 
 def _bound_afresh_in(loop: cst.CSTNode) -> Set[str]:
     """Names the loop body binds to values that do not read them (``x = []``, not ``x = x + y``)."""
     names = set()
-    for node in _subexpressions(loop.body):
+    for node in subexpressions(loop.body):
         if isinstance(node, cst.Assign):
-            read = {n.value for n in _subexpressions(node.value) if isinstance(n, cst.Name)}
+            read = {n.value for n in subexpressions(node.value) if isinstance(n, cst.Name)}
             names.update(t.target.value for t in node.targets if isinstance(t.target, cst.Name) and t.target.value not in read)
     return names

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Dict, Optional, Tuple
+from typing import Dict, Tuple
 
 import libcst as cst
 from libcst.metadata import PositionProvider, QualifiedNameProvider
