@@ -136,15 +136,7 @@ def _is_download(node: cst.CSTNode) -> bool:
 
 
 def _contains_download(node: cst.CSTNode) -> bool:
-    found: List[cst.CSTNode] = []
-
-    class Calls(cst.CSTVisitor):
-        def visit_Call(self, call: cst.Call) -> None:
-            if _is_download(call):
-                found.append(call)
-
-    node.visit(Calls())
-    return bool(found)
+    return any(_is_download(part) for part in subexpressions(node))
 
 
 def _downloaded(scope: cst.CSTNode, name: str) -> bool:
