@@ -23,7 +23,7 @@ from typing import List, Optional, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gpulint.linter import lint_source  # noqa: E402
+from gpulint.engine.linter import lint_source  # noqa: E402
 from gpulint.rules import ALL_RULES  # noqa: E402
 from tests.test_prefilter_exactness import SMALLEST_PARTLY_REACHED, SMALLEST_RELEVANT, TORCH, partly_reached, relevant  # noqa: E402
 

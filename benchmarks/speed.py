@@ -55,8 +55,8 @@ def package_root(package: str) -> Optional[Path]:
 
 def assemble_corpus(args: argparse.Namespace, destination: Path) -> List[Path]:
     """Copy the chosen files under ``destination``; returns the copies gpulint would check."""
-    from gpulint.config import Overrides, settings_for
-    from gpulint.discovery import discover
+    from gpulint.frontend.config import Overrides, settings_for
+    from gpulint.frontend.discovery import discover
 
     sources: Dict[str, Path] = {}
     if args.corpus:

@@ -24,12 +24,12 @@ from typing import List, Optional, Tuple
 
 import libcst as cst
 
-from gpulint.fixer import FixError, applicabilities, fix_text
-from gpulint.linter import lint_source
+from gpulint.engine.fixer import FixError, applicabilities, fix_text
+from gpulint.engine.linter import lint_source
 from gpulint.rules import ALL_CODES, ALL_RULES
-from gpulint.runner import Job, Mode, process_text
-from gpulint.source import SourceError, read_source
-from gpulint.time_budget import TimeBudgetExceeded, time_budget
+from gpulint.engine.runner import Job, Mode, process_text
+from gpulint.engine.source import SourceError, read_source
+from gpulint.engine.time_budget import TimeBudgetExceeded, time_budget
 
 FIX_BUDGET = 120.0
 """Seconds fixing one file (twice) may take before the sweep gives it up and counts it."""

@@ -2,6 +2,6 @@
 
 import sys
 
-from gpulint.cli import main
+from gpulint.frontend.cli import main
 
 sys.exit(main())

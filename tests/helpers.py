@@ -62,9 +62,9 @@ def _console(cwd: Optional[Path], stdin: Optional[bytes]) -> Iterator[Tuple[io.B
 
 
 def run_main(args: Sequence[str], cwd: Optional[Path] = None, stdin: Optional[bytes] = None) -> subprocess.CompletedProcess:
-    """Run ``gpulint.cli.main`` in this process as ``run_gpulint`` runs the console script, without
+    """Run ``gpulint.frontend.cli.main`` in this process as ``run_gpulint`` runs the console script, without
     starting one; output is decoded text. Pass ``--jobs 1`` to keep every file in this process too."""
-    from gpulint.cli import main
+    from gpulint.frontend.cli import main
 
     with _console(cwd, stdin) as (out, err):
         try:

@@ -12,7 +12,7 @@ from gpulint.analysis import scope
 from gpulint.analysis.aliases import AliasGroup
 from gpulint.analysis.scope import ScopeAnalysis
 from gpulint.analysis.tensors import ModuleEvidence
-from gpulint.rule import FileContext
+from gpulint.engine.rule import FileContext
 
 
 class _Analyse(cst.CSTVisitor):

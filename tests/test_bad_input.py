@@ -17,10 +17,10 @@ from typing import Any, List, Sequence
 import libcst
 import pytest
 
-import gpulint.linter
-import gpulint.runner
-from gpulint.diagnostics import Diagnostic
-from gpulint.runner import Job
+import gpulint.engine.linter
+import gpulint.engine.runner
+from gpulint.engine.diagnostics import Diagnostic
+from gpulint.engine.runner import Job
 from tests.helpers import run_gpulint, run_main
 
 BAD = "import torch\nx = torch.load('m.pt')\n"
@@ -47,19 +47,19 @@ def _never_finishes(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
     """Make the analysis of the file called ``name`` wait far longer than any budget, and take the
     budget off every other file: the control files are checked whatever the machine's speed, and
     only the real timer can end the one that never finishes."""
-    analyse = gpulint.linter.lint_source
-    process = gpulint.runner.process_text
+    analyse = gpulint.engine.linter.lint_source
+    process = gpulint.engine.runner.process_text
 
     def lint_source(source: str, path: str, *args: Any, **kwargs: Any) -> List[Diagnostic]:
         if Path(path).name == name:
             time.sleep(NEVER)
         return analyse(source, path, *args, **kwargs)
 
-    def process_text(path: str, text: str, job: Job) -> gpulint.runner.FileResult:
+    def process_text(path: str, text: str, job: Job) -> gpulint.engine.runner.FileResult:
         return process(path, text, job if Path(path).name == name else dataclasses.replace(job, budget=None))
 
-    monkeypatch.setattr(gpulint.linter, "lint_source", lint_source)
-    monkeypatch.setattr(gpulint.runner, "process_text", process_text)
+    monkeypatch.setattr(gpulint.engine.linter, "lint_source", lint_source)
+    monkeypatch.setattr(gpulint.engine.runner, "process_text", process_text)
 
 
 @pytest.mark.parametrize(

@@ -16,10 +16,10 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from gpulint.blanking import PLACEHOLDER, blank_bodies
-from gpulint.linter import lint_source
+from gpulint.engine.blanking import PLACEHOLDER, blank_bodies
+from gpulint.engine.linter import lint_source
 from gpulint.rules import ALL_RULES
-from gpulint.survey import Survey
+from gpulint.semantic.survey import Survey
 
 REAL_FILES = 40
 

@@ -46,7 +46,7 @@ def test_a_second_run_is_answered_from_the_cache(tmp_path):
 def test_a_run_answered_from_the_cache_does_not_load_libcst(tmp_path):
     project = _project(tmp_path)
     run_gpulint(["check", "."], cwd=project)
-    probe = "import sys\nfrom gpulint.cli import main\nmain(['check', '.'])\nprint('libcst' in sys.modules)\n"
+    probe = "import sys\nfrom gpulint.frontend.cli import main\nmain(['check', '.'])\nprint('libcst' in sys.modules)\n"
     warm = subprocess.run([sys.executable, "-c", probe], cwd=project, capture_output=True, text=True, timeout=120)
     assert warm.stdout.splitlines()[-1] == "False", warm.stderr
     (project / "train.py").write_text("import torch\nstate = torch.load('a.pt')\n", encoding="utf-8")

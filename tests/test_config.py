@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from gpulint.config import ConfigError, FileConfig, Overrides, find_pyproject, load_file_config, resolve_settings, settings_for
+from gpulint.frontend.config import ConfigError, FileConfig, Overrides, find_pyproject, load_file_config, resolve_settings, settings_for
 from gpulint.rules import ALL_CODES
-from gpulint.selection import SelectionError, SelectionLayer, matching_codes, resolve
+from gpulint.frontend.selection import SelectionError, SelectionLayer, matching_codes, resolve
 
 CODES = ("GPU001", "GPU002", "GPU010")
 

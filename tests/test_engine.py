@@ -9,15 +9,15 @@ import stat
 import libcst as cst
 import pytest
 
-from gpulint.diagnostics import Applicability, Edit, Fix
-from gpulint.fixer import FixError, apply_fixes, fix_text
-from gpulint.import_table import ImportTable
-from gpulint.linter import lint_source
-from gpulint.rule import FileContext, FixAvailability, Rule
+from gpulint.engine.diagnostics import Applicability, Edit, Fix
+from gpulint.engine.fixer import FixError, apply_fixes, fix_text
+from gpulint.semantic.import_table import ImportTable
+from gpulint.engine.linter import lint_source
+from gpulint.engine.rule import FileContext, FixAvailability, Rule
 from gpulint.rules import ALL_RULES
 from gpulint.rules.gpu001_torch_load_without_map_location import TorchLoadWithoutMapLocation as GPU001
-from gpulint.source import SourceError, read_source, write_source
-from gpulint.survey import Survey
+from gpulint.engine.source import SourceError, read_source, write_source
+from gpulint.semantic.survey import Survey
 
 
 def _codes(source):

@@ -10,8 +10,8 @@ import textwrap
 
 import pytest
 
-from gpulint.fixer import applicabilities, fix_text
-from gpulint.linter import lint_source
+from gpulint.engine.fixer import applicabilities, fix_text
+from gpulint.engine.linter import lint_source
 from gpulint.rules import ALL_RULES
 
 torch = pytest.importorskip("torch")

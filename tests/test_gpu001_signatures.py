@@ -23,8 +23,8 @@ def test_map_location_slot_matches_the_signature(qualified):
 
 def test_fixed_call_loads_a_checkpoint(tmp_path):
     """The fix's keyword is accepted by torch.load and yields CPU tensors."""
-    from gpulint.fixer import applicabilities, fix_text
-    from gpulint.linter import lint_source
+    from gpulint.engine.fixer import applicabilities, fix_text
+    from gpulint.engine.linter import lint_source
     from gpulint.rules import ALL_RULES
 
     path = tmp_path / "checkpoint.pt"

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from gpulint.notebook import parse_notebook
+from gpulint.frontend.notebook import parse_notebook
 from tests.helpers import run_gpulint
 
 

@@ -22,10 +22,10 @@ from typing import Callable, List, Sequence
 
 import pytest
 
-from gpulint.linter import lint_source
-from gpulint.reach import NOTHING
+from gpulint.engine.linter import lint_source
+from gpulint.engine.reach import NOTHING
 from gpulint.rules import ALL_RULES
-from gpulint.survey import Survey
+from gpulint.semantic.survey import Survey
 from tests.helpers import FIXTURES
 
 _TORCH_SPEC = importlib.util.find_spec("torch")

@@ -10,11 +10,11 @@ import hypothesmith
 import libcst as cst
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from gpulint.diagnostics import Diagnostic
-from gpulint.fixer import applicabilities, fix_text
-from gpulint.linter import lint_source
+from gpulint.engine.diagnostics import Diagnostic
+from gpulint.engine.fixer import applicabilities, fix_text
+from gpulint.engine.linter import lint_source
 from gpulint.rules import ALL_CODES, ALL_RULES
-from gpulint.runner import Job, Mode, process_text
+from gpulint.engine.runner import Job, Mode, process_text
 from tests.helpers import RULE_FIXTURE_FILES
 
 EXAMPLES = 2000 if os.environ.get("GPULINT_LONG") else 60

@@ -7,7 +7,7 @@ import inspect
 import pkgutil
 
 import gpulint.rules
-from gpulint.rule import Rule, check_rule_metadata
+from gpulint.engine.rule import Rule, check_rule_metadata
 from gpulint.rules import ALL_RULES
 from tests.helpers import FIXTURES, PAGES, RULE_FIXTURE_DIRS
 

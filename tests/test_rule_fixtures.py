@@ -11,9 +11,9 @@ import os
 import libcst as cst
 import pytest
 
-from gpulint.fixer import applicabilities, fix_text
-from gpulint.linter import lint_source
-from gpulint.rule import FixAvailability
+from gpulint.engine.fixer import applicabilities, fix_text
+from gpulint.engine.linter import lint_source
+from gpulint.engine.rule import FixAvailability
 from gpulint.rules import ALL_RULES
 from tests.helpers import expected_markers, fixture_cases, snapshot_path
 

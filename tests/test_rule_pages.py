@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from gpulint.linter import lint_source
-from gpulint.pages import SECTIONS, code_blocks, read_page, sections, title
+from gpulint.engine.linter import lint_source
+from gpulint.frontend.pages import SECTIONS, code_blocks, read_page, sections, title
 from gpulint.rules import ALL_RULES, RULES_BY_CODE
 from tests.helpers import PAGES
 

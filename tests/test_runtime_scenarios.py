@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from gpulint.rule import FixAvailability
+from gpulint.engine.rule import FixAvailability
 from gpulint.rules import ALL_RULES
 from tests.helpers import FIXTURES
 

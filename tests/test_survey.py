@@ -9,7 +9,7 @@ import pytest
 from libcst.helpers import get_full_name_for_node
 
 from gpulint.analysis.tensors import dotted_name
-from gpulint.survey import Survey, ast_dotted_name, ast_full_name
+from gpulint.semantic.survey import Survey, ast_dotted_name, ast_full_name
 
 
 def _survey(source: str) -> Survey:

@@ -12,7 +12,7 @@ from gpulint.analysis import cfg, dataflow
 from gpulint.analysis.cfg import ControlFlowGraph, Step
 from gpulint.analysis.escapes import escaping_names
 from gpulint.analysis.tensors import WEIGHT_ATTRIBUTES, ModuleEvidence, TensorLikeness, dotted_name
-from gpulint.rule import FileContext
+from gpulint.engine.rule import FileContext
 
 METADATA_DEPENDENCIES = (
     *cfg.METADATA_DEPENDENCIES, ParentNodeProvider, PositionProvider, QualifiedNameProvider, ScopeProvider,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Dict, List, TextIO
 
-from gpulint.diagnostics import Applicability, Diagnostic
-from gpulint.runner import FileError, FileResult, Mode
+from gpulint.engine.diagnostics import Applicability, Diagnostic
+from gpulint.engine.runner import FileError, FileResult, Mode
 
 
 @dataclass(frozen=True)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from gpulint.diagnostics import Diagnostic
+from gpulint.engine.diagnostics import Diagnostic
 from gpulint.report import RunReport
 from gpulint.report.style import Style
-from gpulint.runner import FileResult
+from gpulint.engine.runner import FileResult
 
 
 def headline(report: RunReport, result: FileResult, diagnostic: Diagnostic, style: Style) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from gpulint.report import RunReport
-from gpulint.runner import FileError
+from gpulint.engine.runner import FileError
 
 
 def _escape_data(text: str) -> str:

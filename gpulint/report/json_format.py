@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from typing import List, Optional, TextIO
 
-from gpulint.diagnostics import Diagnostic, Edit
-from gpulint.line_index import LineIndex
+from gpulint.engine.diagnostics import Diagnostic, Edit
+from gpulint.engine.line_index import LineIndex
 from gpulint.report import RunReport
-from gpulint.runner import FileError, FileResult
+from gpulint.engine.runner import FileError, FileResult
 
 NOT_CHECKED = "not-checked"
 """The ``name`` of an entry for a file that could not be read, parsed or fixed."""

@@ -8,11 +8,11 @@ from pathlib import PurePath
 from typing import List, Optional, TextIO
 
 from gpulint import __version__, rules
-from gpulint.diagnostics import Diagnostic
-from gpulint.line_index import LineIndex
-from gpulint.pages import PAGES_URL, read_page, sections
+from gpulint.engine.diagnostics import Diagnostic
+from gpulint.engine.line_index import LineIndex
+from gpulint.frontend.pages import PAGES_URL, read_page, sections
 from gpulint.report import RunReport
-from gpulint.runner import FileError, FileResult
+from gpulint.engine.runner import FileError, FileResult
 
 SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 

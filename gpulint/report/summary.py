@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpulint.diagnostics import Applicability
+from gpulint.engine.diagnostics import Applicability
 from gpulint.report import RunReport
 
 

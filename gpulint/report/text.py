@@ -6,7 +6,7 @@ import difflib
 from collections import Counter
 from typing import List, TextIO
 
-from gpulint.diagnostics import Applicability, Diagnostic, Fix, apply_chosen
+from gpulint.engine.diagnostics import Applicability, Diagnostic, Fix, apply_chosen
 from gpulint.report import RunReport
 from gpulint.report.summary import plural
 from gpulint.rules import rule_for

@@ -15,7 +15,7 @@ import re
 from typing import TYPE_CHECKING, Dict, List, Tuple, Type
 
 if TYPE_CHECKING:
-    from gpulint.rule import Rule
+    from gpulint.engine.rule import Rule
 
 _RULE_MODULE = re.compile(r"(?P<code>[a-z]+[0-9]{3})_\w+")
 
@@ -31,7 +31,7 @@ ALL_CODES: Tuple[str, ...] = tuple(sorted(RULE_MODULES))
 @functools.lru_cache(maxsize=None)
 def rule_for(code: str) -> Type["Rule"]:
     """The rule class with this code, its module imported on first use."""
-    from gpulint.rule import Rule
+    from gpulint.engine.rule import Rule
 
     module = importlib.import_module(f"{__name__}.{RULE_MODULES[code]}")
     (rule,) = [

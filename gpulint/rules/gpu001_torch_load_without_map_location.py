@@ -9,13 +9,13 @@ from typing import Dict, List, Optional
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
 
-from gpulint import mapping_use
+from gpulint.analysis import mapping_use
 from gpulint.analysis.tensors import dotted_name, subexpressions
-from gpulint.call_args import append_keyword, may_pass_argument, may_pass_argument_in_tree
-from gpulint.diagnostics import Applicability, FixOutcome, NoFix
-from gpulint.mapping_use import MappingUse
-from gpulint.rule import FixAvailability, Rule
-from gpulint.survey import Survey
+from gpulint.edits.call_args import append_keyword, may_pass_argument, may_pass_argument_in_tree
+from gpulint.engine.diagnostics import Applicability, FixOutcome, NoFix
+from gpulint.analysis.mapping_use import MappingUse
+from gpulint.engine.rule import FixAvailability, Rule
+from gpulint.semantic.survey import Survey
 
 MAP_LOCATION_SLOT: Dict[str, int] = {
     "torch.load": 1,

@@ -8,15 +8,15 @@ from typing import List, Optional, Sequence, Set, Tuple
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
 
-from gpulint import statements
-from gpulint.statements import MODULE_LEVEL_DELETION, NO_STATEMENT_BOUNDARY, NOT_DELETABLE
+from gpulint.edits import statements
+from gpulint.edits.statements import MODULE_LEVEL_DELETION, NO_STATEMENT_BOUNDARY, NOT_DELETABLE
 from gpulint.analysis import scope
 from gpulint.analysis.aliases import AliasGroup
 from gpulint.analysis.scope import STORING_METHODS, ScopeAnalysis, analysis_for
-from gpulint.diagnostics import Applicability, FixOutcome, NoFix
-from gpulint.reach import Reach
-from gpulint.rule import FixAvailability, Rule
-from gpulint.survey import Survey
+from gpulint.engine.diagnostics import Applicability, FixOutcome, NoFix
+from gpulint.engine.reach import Reach
+from gpulint.engine.rule import FixAvailability, Rule
+from gpulint.semantic.survey import Survey
 
 LOADERS = frozenset({"torch.load", "torch.serialization.load"})
 MAPPING_ATTRIBUTES = frozenset({

@@ -7,15 +7,15 @@ from typing import List
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
 
-from gpulint import statements
-from gpulint.statements import MODULE_LEVEL_DELETION, NO_STATEMENT_BOUNDARY, NOT_DELETABLE
+from gpulint.edits import statements
+from gpulint.edits.statements import MODULE_LEVEL_DELETION, NO_STATEMENT_BOUNDARY, NOT_DELETABLE
 from gpulint.analysis import scope
 from gpulint.analysis.scope import ScopeAnalysis, analysis_for
 from gpulint.analysis.cfg import Step
-from gpulint.diagnostics import Applicability, FixOutcome, NoFix
-from gpulint.reach import Reach
-from gpulint.rule import FixAvailability, Rule
-from gpulint.survey import Survey
+from gpulint.engine.diagnostics import Applicability, FixOutcome, NoFix
+from gpulint.engine.reach import Reach
+from gpulint.engine.rule import FixAvailability, Rule
+from gpulint.semantic.survey import Survey
 
 EMPTY_CACHE = frozenset({"torch.cuda.empty_cache", "torch.cuda.memory.empty_cache"})
 

@@ -15,11 +15,11 @@ from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameP
 from gpulint.analysis.aliases import AliasGroup
 from gpulint.analysis.gradients import GradientFlow, mentions
 from gpulint.analysis.tensors import MODULE_API, dotted_name
-from gpulint.diagnostics import Applicability, Edit, FixOutcome, NoFix
-from gpulint.grad_mode import GradMode, grad_off_mentions
-from gpulint.reach import EVERYTHING, Reach
-from gpulint.rule import FixAvailability, Rule
-from gpulint.survey import Survey, argument_values, ast_dotted_name, is_false_constant
+from gpulint.engine.diagnostics import Applicability, Edit, FixOutcome, NoFix
+from gpulint.semantic.grad_mode import GradMode, grad_off_mentions
+from gpulint.engine.reach import EVERYTHING, Reach
+from gpulint.engine.rule import FixAvailability, Rule
+from gpulint.semantic.survey import Survey, argument_values, ast_dotted_name, is_false_constant
 
 Scope = Union[cst.Module, cst.FunctionDef]
 OUTPUTS_LEAVE = "a value computed from the forward pass leaves the function, and a caller may backpropagate it"

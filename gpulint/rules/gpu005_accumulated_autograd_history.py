@@ -13,11 +13,11 @@ from gpulint.analysis import scope
 from gpulint.analysis.gradients import GradientFlow
 from gpulint.analysis.scope import ScopeAnalysis, analysis_for
 from gpulint.analysis.tensors import dotted_name, is_torch_tensor_function, subexpressions
-from gpulint.diagnostics import Applicability, FixOutcome, NoFix
-from gpulint.grad_mode import GradMode, grad_off_mentions
-from gpulint.reach import Reach
-from gpulint.rule import FixAvailability, Rule
-from gpulint.survey import Survey, argument_values, ast_dotted_name
+from gpulint.engine.diagnostics import Applicability, FixOutcome, NoFix
+from gpulint.semantic.grad_mode import GradMode, grad_off_mentions
+from gpulint.engine.reach import Reach
+from gpulint.engine.rule import FixAvailability, Rule
+from gpulint.semantic.survey import Survey, argument_values, ast_dotted_name
 
 APPENDING_METHODS = frozenset({"append", "extend", "insert"})
 AUTOGRAD_ENTRY_POINTS = frozenset({"torch.autograd.grad", "torch.autograd.backward"})

@@ -7,8 +7,8 @@ from typing import Dict, Tuple
 import libcst as cst
 from libcst.metadata import PositionProvider, QualifiedNameProvider
 
-from gpulint.diagnostics import Applicability, FixOutcome, NoFix
-from gpulint.rule import FixAvailability, Rule
+from gpulint.engine.diagnostics import Applicability, FixOutcome, NoFix
+from gpulint.engine.rule import FixAvailability, Rule
 
 RESET_NOTE = "older PyTorch versions reset only one statistic here, and the new name reads as a change of meaning"
 """Why renaming a reset is unsafe, as one line of help."""

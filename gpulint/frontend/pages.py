@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 from typing import Dict, Optional
 
-_PACKAGE_DIR = Path(__file__).resolve().parent
+_PACKAGE_DIR = Path(__file__).resolve().parent.parent
 PAGES_URL = "https://github.com/gpulint/gpulint/blob/main/rules/"
 """Where the rule pages are published (each is ``PAGES_URL + "GPU001.md"``)."""
 SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "Fix safety", "Measured effect", "Precision in the wild")

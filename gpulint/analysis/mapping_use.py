@@ -4,7 +4,7 @@ A loaded checkpoint that is only handed to ``load_state_dict``, indexed with str
 go the same way, iterated through ``.keys()``, or rebuilt by a dict comprehension over ``.items()``
 whose values go the same way, behaves the same wherever its tensors live. Any other use (returned,
 called, moved, stored, unpacked) may depend on the device, and so may any use of a module-level
-name that other modules may import (see :mod:`gpulint.module_bindings`).
+name that other modules may import (see :mod:`gpulint.semantic.module_bindings`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import libcst as cst
 from libcst import MetadataDependent
 from libcst.metadata import FunctionScope, GlobalScope, ParentNodeProvider, ScopeProvider
 
-from gpulint.module_bindings import may_be_imported
+from gpulint.semantic.module_bindings import may_be_imported
 
 METADATA_DEPENDENCIES = (ParentNodeProvider, ScopeProvider)
 

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
 
-from gpulint.cache import ResultCache
-from gpulint.runner import FileResult, Job, Mode, cached_result, process_file
+from gpulint.engine.cache import ResultCache
+from gpulint.engine.runner import FileResult, Job, Mode, cached_result, process_file
 
 Task = Tuple[Path, Job, Optional[ResultCache]]
 

@@ -7,7 +7,7 @@ import re
 import tokenize
 from typing import Dict, FrozenSet, Iterable, List, Optional
 
-from gpulint.diagnostics import Diagnostic
+from gpulint.engine.diagnostics import Diagnostic
 
 _NOQA = re.compile(
     r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?",

@@ -11,14 +11,14 @@ from typing import List, Mapping, Optional, Sequence, Type
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
-from gpulint.blanking import blank_bodies
-from gpulint.diagnostics import Diagnostic
-from gpulint.import_table import ImportTable
-from gpulint.noqa import filter_suppressed
-from gpulint.reach import Reach
-from gpulint.rule import FileContext, Rule
-from gpulint.source import quiet_compile
-from gpulint.survey import Survey
+from gpulint.engine.blanking import blank_bodies
+from gpulint.engine.diagnostics import Diagnostic
+from gpulint.semantic.import_table import ImportTable
+from gpulint.engine.noqa import filter_suppressed
+from gpulint.engine.reach import Reach
+from gpulint.engine.rule import FileContext, Rule
+from gpulint.engine.source import quiet_compile
+from gpulint.semantic.survey import Survey
 
 
 def python_tree(source: str) -> Optional[ast.Module]:
@@ -48,7 +48,7 @@ def lint_source(
     LibCST is paid for only where a rule can fire: rules whose tokens are absent are dropped before
     parsing, rules that a survey of Python's own syntax tree rules out before the LibCST parse,
     and the bodies of the functions that no remaining rule reaches are blanked (see
-    :mod:`gpulint.reach`). Where Python's parser rejects the source, LibCST decides, and every
+    :mod:`gpulint.engine.reach`). Where Python's parser rejects the source, LibCST decides, and every
     remaining rule runs on all of it. ``prefilter=False`` runs every rule on all of the source,
     the reference the prefilters are tested against.
     """

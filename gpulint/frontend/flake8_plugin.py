@@ -9,9 +9,9 @@ from typing import Iterator, List, Mapping, Sequence, Tuple, Type
 import libcst as cst
 
 from gpulint import __version__
-from gpulint.config import ConfigError, Overrides, Settings, settings_for
-from gpulint.linter import lint_source
-from gpulint.rule import Rule
+from gpulint.frontend.config import ConfigError, Overrides, Settings, settings_for
+from gpulint.engine.linter import lint_source
+from gpulint.engine.rule import Rule
 from gpulint.rules import ALL_CODES, rules_for
 
 

@@ -3,7 +3,7 @@ functions, or everything.
 
 Most of what a rule decides about a function, it decides from that function's body; what it learns
 across the module (which names are modules, which functions only run without gradients...) comes
-from a few functions the survey can name. A rule's :meth:`~gpulint.rule.Rule.reach` says which
+from a few functions the survey can name. A rule's :meth:`~gpulint.engine.rule.Rule.reach` says which
 outermost functions it reads; the engine blanks the bodies of all the others before LibCST resolves
 scopes and names, the costly part of a lint, and the findings stay the same.
 """
@@ -14,7 +14,7 @@ import ast
 from dataclasses import dataclass
 from typing import FrozenSet, Iterable
 
-from gpulint.survey import Survey
+from gpulint.semantic.survey import Survey
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import ast
 from dataclasses import dataclass
 from typing import Iterable, List, Tuple
 
-from gpulint.line_index import LineIndex
+from gpulint.engine.line_index import LineIndex
 
 PLACEHOLDER = "..."
 

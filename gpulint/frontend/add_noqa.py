@@ -14,8 +14,8 @@ import tokenize
 from dataclasses import dataclass, replace
 from typing import Dict, Iterable, List, Set, Tuple
 
-from gpulint.diagnostics import Diagnostic, Position
-from gpulint.notebook import CodeCell, Notebook, rewrite_cells
+from gpulint.engine.diagnostics import Diagnostic, Position
+from gpulint.frontend.notebook import CodeCell, Notebook, rewrite_cells
 
 _CODES_IN_NOQA = re.compile(r"(#\s*noqa:\s?)([A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*)", re.IGNORECASE)
 

@@ -9,22 +9,22 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, TextIO
 
 from gpulint import __version__, rules
-from gpulint.config import ConfigError, Overrides, Settings, settings_for
-from gpulint.discovery import discover
-from gpulint.pages import read_page
+from gpulint.frontend.config import ConfigError, Overrides, Settings, settings_for
+from gpulint.frontend.discovery import discover
+from gpulint.frontend.pages import read_page
 from gpulint.report import RunReport, reporters
 from gpulint.report.statistics import render as render_statistics
 from gpulint.report.statistics import render_json as render_statistics_json
 from gpulint.report.style import wants_color
 from gpulint.report.text import render_fixed
 from gpulint.report.summary import plural, summary_line
-from gpulint.selection import SelectionLayer
-from gpulint.cache import ResultCache
-from gpulint.parallel import Task, default_jobs, process_files
-from gpulint.runner import DEFAULT_TIME_BUDGET, FileError, FileResult, Job, Mode, process_source
-from gpulint.source import SourceError, decode, quiet_compile, read_source, write_source
-from gpulint.add_noqa import NoqaResult, add_noqa, add_noqa_to_notebook
-from gpulint.notebook import parse_notebook
+from gpulint.frontend.selection import SelectionLayer
+from gpulint.engine.cache import ResultCache
+from gpulint.engine.parallel import Task, default_jobs, process_files
+from gpulint.engine.runner import DEFAULT_TIME_BUDGET, FileError, FileResult, Job, Mode, process_source
+from gpulint.engine.source import SourceError, decode, quiet_compile, read_source, write_source
+from gpulint.frontend.add_noqa import NoqaResult, add_noqa, add_noqa_to_notebook
+from gpulint.frontend.notebook import parse_notebook
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 

@@ -16,7 +16,7 @@ from functools import cached_property
 from typing import DefaultDict, Dict, FrozenSet, List, Optional, Set, Tuple, Type, TypeVar
 
 from gpulint.analysis.tensors import MODULE_METHODS, is_module_constructor
-from gpulint.import_table import ImportTable
+from gpulint.semantic.import_table import ImportTable
 
 NodeType = TypeVar("NodeType", bound=ast.AST)
 

@@ -12,12 +12,12 @@ import libcst as cst
 from libcst import BatchableCSTVisitor
 from libcst.metadata import CodeRange, PositionProvider
 
-from gpulint.diagnostics import Applicability, Diagnostic, Edit, Fix, FixOutcome, NoFix, Position
-from gpulint.import_placement import STDLIB, add_stdlib_import
-from gpulint.import_table import ImportTable
-from gpulint.reach import EVERYTHING, Reach
-from gpulint.source import quiet_compile
-from gpulint.survey import Survey
+from gpulint.engine.diagnostics import Applicability, Diagnostic, Edit, Fix, FixOutcome, NoFix, Position
+from gpulint.edits.import_placement import STDLIB, add_stdlib_import
+from gpulint.semantic.import_table import ImportTable
+from gpulint.engine.reach import EVERYTHING, Reach
+from gpulint.engine.source import quiet_compile
+from gpulint.semantic.survey import Survey
 
 
 class FixAvailability(enum.Enum):
@@ -99,7 +99,7 @@ class Rule(BatchableCSTVisitor):
 
     @classmethod
     def reach(cls, survey: Survey) -> Reach:
-        """What the rule must read of the module (see :mod:`gpulint.reach`), decided on Python's own
+        """What the rule must read of the module (see :mod:`gpulint.engine.reach`), decided on Python's own
         syntax tree before LibCST parses the file: nothing means it cannot fire there. Every reach
         over-approximates the rule: blanking what it leaves out never changes its findings.
         By default: the functions with a candidate call (all of the module for a rule without targets)."""

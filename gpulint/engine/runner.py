@@ -8,11 +8,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, List, Mapping, Optional, Tuple
 
-from gpulint.cache import ResultCache
-from gpulint.diagnostics import Diagnostic
-from gpulint.notebook import Notebook, changed_cells, parse_notebook, rewrite, show
-from gpulint.source import SourceError, SourceFile, quiet_compile, read_source, write_source
-from gpulint.time_budget import TimeBudgetExceeded, time_budget
+from gpulint.engine.cache import ResultCache
+from gpulint.engine.diagnostics import Diagnostic
+from gpulint.frontend.notebook import Notebook, changed_cells, parse_notebook, rewrite, show
+from gpulint.engine.source import SourceError, SourceFile, quiet_compile, read_source, write_source
+from gpulint.engine.time_budget import TimeBudgetExceeded, time_budget
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -99,8 +99,8 @@ def process_text(path: str, text: str, job: Job) -> FileResult:
     """Lint ``text`` and, in FIX and DIFF modes, compute its fixed form, within the job's budget."""
     import libcst as cst  # LibCST and the rules load here: a run answered from the cache needs neither
 
-    from gpulint.fixer import FixError, applicabilities, fix_text
-    from gpulint.linter import lint_source
+    from gpulint.engine.fixer import FixError, applicabilities, fix_text
+    from gpulint.engine.linter import lint_source
     from gpulint.rules import rules_for
 
     def lint(source: str) -> List[Diagnostic]:

@@ -11,7 +11,7 @@ from typing import Callable, FrozenSet, List, Optional, Set
 
 import libcst as cst
 
-from gpulint.survey import Survey
+from gpulint.semantic.survey import Survey
 
 QualifiedNames = Callable[[cst.CSTNode], Set[str]]
 

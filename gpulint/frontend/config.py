@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Dict, FrozenSet, Mapping, Optional, Sequence, Tuple
 
 from gpulint.rules import ALL_CODES
-from gpulint.selection import SelectionError, SelectionLayer, matching_codes, resolve
+from gpulint.frontend.selection import SelectionError, SelectionLayer, matching_codes, resolve
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, List, Optional, Protocol, Sequence, Tuple
 
 from gpulint import __version__
-from gpulint.diagnostics import Applicability, Diagnostic, Edit, Fix, Position
+from gpulint.engine.diagnostics import Applicability, Diagnostic, Edit, Fix, Position
 
 FORMAT = 3
 """Bumped whenever an entry's layout changes."""
@@ -82,7 +82,7 @@ def _diagnostic_from_json(path: str, entry: dict) -> Diagnostic:
 @functools.lru_cache(maxsize=1)
 def code_fingerprint() -> str:
     """A hash of every module of the installed gpulint package: the code that produces a result."""
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parent.parent
     digest = hashlib.sha256()
     for module in sorted(package.rglob("*.py")):
         digest.update(module.relative_to(package).as_posix().encode() + b"\0")

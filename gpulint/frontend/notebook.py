@@ -18,9 +18,9 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from gpulint.diagnostics import Diagnostic, Edit, Position
-from gpulint.line_index import LineIndex
-from gpulint.source import SourceError, quiet_compile
+from gpulint.engine.diagnostics import Diagnostic, Edit, Position
+from gpulint.engine.line_index import LineIndex
+from gpulint.engine.source import SourceError, quiet_compile
 
 _CELL_MARKER = "# gpulint-cell {index}"
 _CELL_LINE = re.compile(r"^# gpulint-cell (\d+)\n", re.MULTILINE)

@@ -7,8 +7,8 @@ from typing import Callable, Iterable, List, Sequence, Tuple
 
 import libcst as cst
 
-from gpulint.diagnostics import Applicability, Diagnostic, Fix, apply_chosen
-from gpulint.source import quiet_compile
+from gpulint.engine.diagnostics import Applicability, Diagnostic, Fix, apply_chosen
+from gpulint.engine.source import quiet_compile
 
 MAX_PASSES = 10
 

@@ -8,7 +8,7 @@ from typing import Iterator, List, Optional, Tuple
 
 import pathspec
 
-from gpulint.config import Settings
+from gpulint.frontend.config import Settings
 
 PYTHON_SUFFIXES = (".py", ".ipynb")
 
