@@ -116,7 +116,7 @@ class _NameCollector(cst.CSTVisitor):
 
     def visit_Import(self, node: cst.Import) -> bool:
         for alias in node.names:
-            bound = alias.asname.name if alias.asname else alias.name
+            bound: cst.BaseExpression = alias.asname.name if alias.asname else alias.name
             while isinstance(bound, cst.Attribute):
                 bound = bound.value
             if isinstance(bound, cst.Name):
@@ -295,7 +295,8 @@ class ControlFlowGraph:
         return ends + breaks
 
     def _try(self, node: Union[cst.Try, cst.TryStar], predecessors: List[Step]) -> List[Step]:
-        handler_steps = [Step(handler) for handler in node.handlers]
+        handlers: Sequence[Union[cst.ExceptHandler, cst.ExceptStarHandler]] = node.handlers
+        handler_steps = [Step(handler) for handler in handlers]
         finally_entry = Step(node.finalbody) if node.finalbody is not None else None
         targets = handler_steps + ([finally_entry] if finally_entry else [])
         for predecessor in predecessors:
@@ -308,14 +309,14 @@ class ControlFlowGraph:
             self._handlers.append([finally_entry])
         if node.orelse is not None:
             ends = self._block(statements_of(node.orelse.body), ends)
-        for handler, step in zip(node.handlers, handler_steps):
+        for handler, step in zip(handlers, handler_steps):
             collector = _NameCollector(self.owner, step)
             for part in _header_parts(handler):
                 part.visit(collector)
             self.steps.append(step)
             self.step_of[handler] = step
             ends = ends + self._block(statements_of(handler.body), [step])
-        if finally_entry is None:
+        if finally_entry is None or node.finalbody is None:
             return ends
         self._handlers.pop()
         for end in ends:

@@ -9,11 +9,11 @@ name that other modules may import (see :mod:`gpulint.semantic.module_bindings`)
 
 from __future__ import annotations
 
-from typing import Optional, Set, Tuple
+from typing import Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 from libcst import MetadataDependent
-from libcst.metadata import FunctionScope, GlobalScope, ParentNodeProvider, ScopeProvider
+from libcst.metadata import Assignment, FunctionScope, GlobalScope, ParentNodeProvider, ScopeProvider
 
 from gpulint.semantic.module_bindings import may_be_imported
 
@@ -112,8 +112,10 @@ class MappingUse:
             return False
         return self.only_as_mapping(comprehension)
 
-    def _binding_used_as_mapping(self, statement: cst.CSTNode) -> bool:
-        targets = statement.targets if isinstance(statement, cst.Assign) else [statement]
+    def _binding_used_as_mapping(self, statement: Union[cst.Assign, cst.AnnAssign]) -> bool:
+        targets: Sequence[Union[cst.AssignTarget, cst.AnnAssign]] = (
+            statement.targets if isinstance(statement, cst.Assign) else [statement]
+        )
         if len(targets) != 1 or not isinstance(targets[0].target, cst.Name):
             return False
         name = targets[0].target
@@ -121,9 +123,10 @@ class MappingUse:
         if not isinstance(scope, (FunctionScope, GlobalScope)):
             return False
         assignments = scope.assignments[name.value]
-        if not any(assignment.node is name for assignment in assignments):
+        nodes = [assignment.node for assignment in assignments if isinstance(assignment, Assignment)]
+        if not any(node is name for node in nodes):
             return False
-        if any(isinstance(self._parent(assignment.node), cst.AugAssign) for assignment in assignments):
+        if any(isinstance(self._parent(node), cst.AugAssign) for node in nodes):
             return False
         key = (id(scope), name.value)
         if key in self._following:

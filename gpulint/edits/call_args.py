@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import ast
-from typing import Union
+from typing import Optional
 
 import libcst as cst
-
-_Whitespace = Union[cst.SimpleWhitespace, cst.ParenthesizedWhitespace]
 
 
 def may_pass_argument(call: cst.Call, keyword: str, position: int) -> bool:
@@ -43,7 +41,7 @@ def _line_break_like(whitespace: cst.ParenthesizedWhitespace) -> cst.Parenthesiz
     )
 
 
-def _separator(call: cst.Call) -> _Whitespace:
+def _separator(call: cst.Call) -> cst.BaseParenthesizableWhitespace:
     """The whitespace this call puts between two arguments (after the comma)."""
     if len(call.args) >= 2:
         between = call.args[-2].comma
@@ -56,7 +54,7 @@ def _separator(call: cst.Call) -> _Whitespace:
     return cst.SimpleWhitespace(" ")
 
 
-def _keep_comment(original: _Whitespace, separator: cst.ParenthesizedWhitespace) -> cst.ParenthesizedWhitespace:
+def _keep_comment(original: cst.BaseParenthesizableWhitespace, separator: cst.ParenthesizedWhitespace) -> cst.ParenthesizedWhitespace:
     """``separator``, carrying over a comment and blank lines that ``original`` ended its line with."""
     if isinstance(original, cst.ParenthesizedWhitespace):
         return separator.with_changes(first_line=original.first_line, empty_lines=original.empty_lines)
@@ -84,16 +82,16 @@ def append_keyword(call: cst.Call, keyword: str, value: cst.BaseExpression) -> c
         return call.with_changes(args=[new_arg])
     separator = _separator(call)
     last = _parenthesized_if_bare_generator(call.args[-1])
-    trailing_comma = isinstance(last.comma, cst.Comma)
-    closing = last.comma.whitespace_after if trailing_comma else last.whitespace_after_arg
+    trailing_comma: Optional[cst.Comma] = last.comma if isinstance(last.comma, cst.Comma) else None
+    closing = last.whitespace_after_arg if trailing_comma is None else trailing_comma.whitespace_after
     if isinstance(separator, cst.ParenthesizedWhitespace):
-        between: _Whitespace = _keep_comment(closing, separator)
+        between: cst.BaseParenthesizableWhitespace = _keep_comment(closing, separator)
         if isinstance(closing, cst.ParenthesizedWhitespace):
             closing = _line_break_like(closing)
     else:
         between = separator
-    if trailing_comma:
-        last = last.with_changes(comma=last.comma.with_changes(whitespace_after=between))
+    if trailing_comma is not None:
+        last = last.with_changes(comma=trailing_comma.with_changes(whitespace_after=between))
         new_arg = new_arg.with_changes(comma=cst.Comma(whitespace_after=closing))
     else:
         last = last.with_changes(comma=cst.Comma(whitespace_after=between), whitespace_after_arg=cst.SimpleWhitespace(""))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import libcst as cst
 from libcst import MetadataDependent
@@ -43,7 +43,7 @@ def insert_before(owner: MetadataDependent, statement: cst.BaseSmallStatement, c
         if not isinstance(block, (cst.Module, cst.IndentedBlock)):
             return None
         new_line = cst.SimpleStatementLine(body=[_small(code)], leading_lines=line.leading_lines)
-        body = []
+        body: List[cst.BaseStatement] = []
         for existing in block.body:
             if existing is line:
                 body.extend([new_line, line.with_changes(leading_lines=())])
@@ -54,7 +54,7 @@ def insert_before(owner: MetadataDependent, statement: cst.BaseSmallStatement, c
     return line, line.with_changes(body=[*line.body[:index], joined, *line.body[index:]])
 
 
-def insert_after(owner: MetadataDependent, statement: cst.BaseStatement, codes: Sequence[str]) -> Optional[Replacement]:
+def insert_after(owner: MetadataDependent, statement: cst.CSTNode, codes: Sequence[str]) -> Optional[Replacement]:
     """Insert the statements ``codes``, each on its own line, just after ``statement`` in its block."""
     block = _parent(owner, statement)
     if not isinstance(block, (cst.Module, cst.IndentedBlock)):

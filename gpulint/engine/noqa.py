@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import re
 import tokenize
-from typing import Dict, FrozenSet, Iterable, List, Optional
+from typing import Dict, FrozenSet, Iterator, List, Optional, Tuple
 
 from gpulint.engine.diagnostics import Diagnostic
 
@@ -18,7 +18,7 @@ Suppressions = Dict[int, Optional[FrozenSet[str]]]
 """Line -> the codes its noqa comment names, or None for a blanket ``# noqa``."""
 
 
-def _comments(source: str) -> Iterable[tuple]:
+def _comments(source: str) -> Iterator[Tuple[int, str]]:
     """(line, text) of every comment; falls back to a line scan where tokenize cannot follow."""
     try:
         for token in tokenize.generate_tokens(io.StringIO(source).readline):
@@ -50,7 +50,9 @@ def filter_suppressed(source: str, diagnostics: List[Diagnostic]) -> List[Diagno
     kept = []
     for diagnostic in diagnostics:
         line = diagnostic.start.line
-        if line in table and (table[line] is None or diagnostic.code in table[line]):
-            continue
+        if line in table:
+            codes = table[line]
+            if codes is None or diagnostic.code in codes:
+                continue
         kept.append(diagnostic)
     return kept

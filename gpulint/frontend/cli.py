@@ -102,15 +102,17 @@ def _rule_parser() -> argparse.ArgumentParser:
 def _rule_command(argv: Sequence[str], out: TextIO, err: TextIO) -> int:
     args = _rule_parser().parse_args(argv)
     if args.all:
-        for rule in rules.ALL_RULES:
+        for rule in rules.rules_for(rules.ALL_CODES):
             out.write(f"{rule.code}\t{rule.name}\tfix: {rule.fix_availability.value}\n")
         return EXIT_CLEAN
     if not args.rule:
         err.write("gpulint rule: error: name a rule (e.g. GPU001) or pass --all\n")
         return EXIT_ERROR
-    by_name = {rule.name: rule for rule in rules.ALL_RULES}
-    rule = rules.RULES_BY_CODE.get(args.rule.upper()) or by_name.get(args.rule)
-    page = read_page(rule.code) if rule else None
+    all_rules = rules.rules_for(rules.ALL_CODES)
+    by_code = dict(zip(rules.ALL_CODES, all_rules))
+    by_name = {rule.name: rule for rule in all_rules}
+    named = by_code.get(args.rule.upper()) or by_name.get(args.rule)
+    page = read_page(named.code) if named else None
     if page is None:
         err.write(f"gpulint rule: error: unknown rule {args.rule!r}; `gpulint rule --all` lists them\n")
         return EXIT_ERROR
@@ -288,8 +290,8 @@ def _run_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if not results and args.paths != ["-"]:
         err.write("warning: No Python files found under the given path(s)\n")
     report_stream = err if (mode is Mode.FIX and args.paths == ["-"]) else out
-    for error in errors:
-        err.write(f"error: {error}\n")
+    for file_error in errors:
+        err.write(f"error: {file_error}\n")
     if mode is Mode.DIFF:
         if args.format == "json":
             _diff_json(results, out)

@@ -6,7 +6,7 @@ import fnmatch
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, FrozenSet, Mapping, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, Mapping, Optional, Sequence, Set, Tuple
 
 from gpulint.rules import ALL_CODES
 from gpulint.frontend.selection import SelectionError, SelectionLayer, matching_codes, resolve
@@ -182,7 +182,7 @@ class Settings:
 
     def codes_for(self, path: Path) -> Tuple[str, ...]:
         """The codes of the rules that run on ``path``: those enabled, less its per-file ignores."""
-        ignored = set()
+        ignored: Set[str] = set()
         for pattern, codes in self.per_file_ignores.items():
             if _matches([pattern], path, self.root):
                 ignored |= codes

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field, replace
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, cast
 
 from gpulint.engine.diagnostics import Diagnostic, Edit, Position
 from gpulint.engine.line_index import LineIndex
@@ -137,6 +137,10 @@ class Notebook:
         return cell, line - first + 1
 
 
+_Entry = Tuple[Optional[str], object, int, int]
+"""(key or None, value, start, end) of a value nested in a JSON object or array."""
+
+
 class _Scanner:
     """Finds where values lie in JSON text (already known to be valid JSON)."""
 
@@ -162,9 +166,9 @@ class _Scanner:
         parsed, self.position = self.decoder.raw_decode(self.text, start)
         return parsed, start, self.position
 
-    def _container(self, closing: str, keyed: bool) -> list:
+    def _container(self, closing: str, keyed: bool) -> List[_Entry]:
         self.position += 1
-        items = []
+        items: List[_Entry] = []
         self._skip()
         if self.text[self.position] == closing:
             self.position += 1
@@ -277,8 +281,8 @@ def parse_notebook(text: str) -> Notebook:
     if not isinstance(document, dict) or not isinstance(document.get("cells"), list):
         raise SourceError("not a valid notebook: no list of cells")
     scanner = _Scanner(text)
-    top, _, _ = scanner.value()
-    cells_value = next(value for key, value, _, _ in top if key == "cells")
+    top = cast(List[_Entry], scanner.value()[0])  # the document is an object (checked above)
+    cells_value = cast(List[_Entry], next(value for key, value, _, _ in top if key == "cells"))
     cells = []
     for index, (_, cell, _, _) in enumerate(cells_value, start=1):
         if not isinstance(cell, list):
@@ -372,7 +376,7 @@ def _encode_source(original_json: str, source: str, was_list: bool) -> str:
     lines = source.splitlines(keepends=True)
     items = [json.dumps(line, ensure_ascii=ascii_only) for line in lines]
     scanner = _Scanner(original_json)
-    elements, _, _ = scanner.value()
+    elements = cast(List[_Entry], scanner.value()[0])  # ``was_list``: the value is an array
     if len(elements) >= 1:
         first_start, last_end = elements[0][2], elements[-1][3]
         opening = original_json[1:first_start]

@@ -23,7 +23,7 @@ def _uri(path: str) -> str:
 
 def _rules() -> List[dict]:
     entries = []
-    for rule in rules.ALL_RULES:
+    for rule in rules.rules_for(rules.ALL_CODES):
         page = read_page(rule.code) or ""
         entries.append({
             "id": rule.code,
@@ -89,7 +89,7 @@ def _notification(error: FileError) -> dict:
 
 
 def render(report: RunReport, stream: TextIO, color: bool) -> None:
-    results = []
+    results: List[dict] = []
     for file_result in report.results:
         index = LineIndex(file_result.text) if file_result.text is not None else None
         results.extend(_result(file_result, d, index) for d in file_result.diagnostics)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from typing import List, Optional, Sequence, Set, Tuple
+from typing import List, Optional, Sequence, Set, Tuple, Union, cast
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
@@ -32,8 +32,9 @@ TENSOR_ATTRIBUTES = frozenset({
 """Attributes of a tensor: using them does not show the loaded object is a module either."""
 COPY_METHODS = frozenset({"load_state_dict", "copy_", "set_"})
 BLOCKS = (cst.Module, cst.IndentedBlock, cst.SimpleStatementSuite)
+Block = Union[cst.Module, cst.IndentedBlock, cst.SimpleStatementSuite]
 
-BlockPath = List[Tuple[cst.CSTNode, cst.CSTNode]]
+BlockPath = List[Tuple[Block, cst.CSTNode]]
 """(block, statement of that block) from the scope's body down to a statement."""
 
 
@@ -73,13 +74,14 @@ class WholeModelPickleKeptAlive(Rule):
     def _loads_module(cls, survey: Survey, assign: ast.Assign, shown: Set[str]) -> bool:
         if len(assign.targets) != 1 or not isinstance(assign.targets[0], ast.Name):
             return False
-        value, attribute = assign.value, None
+        value = assign.value
+        attribute: Optional[ast.Attribute] = None
         while True:
             if isinstance(value, ast.Call) and survey.qualified_names(value.func) & cls.targets:
                 if (_shows_module(attribute.attr) if attribute is not None else assign.targets[0].id in shown):
                     return True
             if isinstance(value, ast.Attribute):
-                value, attribute = value.value, value
+                attribute, value = value, value.value
             elif isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
                 value, attribute = value.func, None
             else:
@@ -104,7 +106,7 @@ class WholeModelPickleKeptAlive(Rule):
             return
         self._check_kept_alive(node, statement, group, analysis)
 
-    def _binding(self, call: cst.Call) -> Optional[Tuple[cst.CSTNode, str]]:
+    def _binding(self, call: cst.Call) -> Optional[Tuple[cst.Assign, str]]:
         """(statement, name) for ``name = torch.load(...)``, ``name = torch.load(...).roberta`` or
         ``name = torch.load(...).state_dict()``."""
         value: cst.CSTNode = call
@@ -195,7 +197,7 @@ class WholeModelPickleKeptAlive(Rule):
             current = parent
         return list(reversed(path))
 
-    def _check_kept_alive(self, call: cst.Call, binding: cst.CSTNode, group: AliasGroup, analysis: ScopeAnalysis) -> None:
+    def _check_kept_alive(self, call: cst.Call, binding: cst.Assign, group: AliasGroup, analysis: ScopeAnalysis) -> None:
         paths = [self._block_path(self._statement_of(binding), analysis)]
         for step in analysis.graph.steps:
             if step.node is not None and (step.reads | step.binds | step.deletes) & group.names:
@@ -206,7 +208,7 @@ class WholeModelPickleKeptAlive(Rule):
         if depth == 0:
             return
         block = paths[0][depth - 1][0]
-        body = list(block.body)
+        body: List[cst.CSTNode] = list(block.body)
         last = max((path[depth - 1][1] for path in paths), key=body.index)
         if group.names & analysis.live_after_statement(last):
             return
@@ -226,12 +228,12 @@ class WholeModelPickleKeptAlive(Rule):
         parent = self._parent(node)
         return parent if isinstance(node, cst.BaseSmallStatement) and isinstance(parent, cst.SimpleStatementLine) else node
 
-    def _work_follows(self, last: cst.CSTNode, block: cst.CSTNode, analysis: ScopeAnalysis) -> bool:
+    def _work_follows(self, last: cst.CSTNode, block: Block, analysis: ScopeAnalysis) -> bool:
         """Whether the scope does real work (a call or a loop) after ``last``: later statements of its
         block and of every enclosing block, or another iteration of an enclosing loop."""
         current, current_block = last, block
         while True:
-            body = list(current_block.body)
+            body: List[cst.CSTNode] = list(current_block.body)
             if any(_does_work(statement) for statement in body[body.index(current) + 1 :]):
                 return True
             if isinstance(current_block, cst.Module):
@@ -245,7 +247,7 @@ class WholeModelPickleKeptAlive(Rule):
                 return False
             if isinstance(owner, (cst.For, cst.While)):
                 return True
-            current, current_block = owner, self._parent(owner)
+            current, current_block = owner, cast(Block, self._parent(owner))  # the loop above stopped at a block
 
     def _fix(self, last: cst.CSTNode, names: List[str], analysis: ScopeAnalysis) -> FixOutcome:
         if not analysis.deletable_after(last, frozenset(names)):
