@@ -1,4 +1,4 @@
-"""GPU001's table of ``map_location`` positions agrees with the installed torch's real signatures."""
+"""The table of ``map_location`` positions (``torch_api.MAP_LOCATION_SLOT``) agrees with the installed torch's real signatures."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import inspect
 
 import pytest
 
-from gpulint.rules.gpu001_torch_load_without_map_location import MAP_LOCATION_SLOT
+from gpulint.semantic.torch_api import MAP_LOCATION_SLOT
 
 torch = pytest.importorskip("torch")
 

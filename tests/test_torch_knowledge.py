@@ -1,17 +1,209 @@
-"""What gpulint knows of torch's own API agrees with the installed torch."""
+"""What gpulint knows of torch's own API (``gpulint.semantic.torch_api``) agrees with the installed torch."""
 
 from __future__ import annotations
 
+import importlib
+import inspect
+import pkgutil
+import warnings
+
 import pytest
 
-from gpulint.analysis.tensors import MODULE_API
+from gpulint.semantic import torch_api
 
 torch = pytest.importorskip("torch")
+nn = torch.nn
+
+
+def _resolves(qualified: str) -> bool:
+    """Whether ``qualified`` (``torch.cuda.memory.empty_cache``) names an attribute of an importable module."""
+    module_name, _, attribute = qualified.rpartition(".")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError:
+        return False
+    return hasattr(module, attribute)
+
+
+def _public_module_classes(namespace) -> set:
+    return {
+        name for name in dir(namespace)
+        if not name.startswith("_") and inspect.isclass(getattr(namespace, name))
+        and issubclass(getattr(namespace, name), nn.Module)
+    }
+
+
+@pytest.mark.parametrize("name", ["GRAD_OFF", "SET_GRAD_ENABLED", "LOADERS", "EMPTY_CACHE", "AUTOGRAD_ENTRY_POINTS"])
+def test_qualified_names_resolve(name):
+    names = getattr(torch_api, name)
+    assert names and all(q.startswith("torch.") for q in names)
+    assert sorted(q for q in names if not _resolves(q)) == []
+
+
+def test_grad_mode_names_are_what_they_say():
+    assert {_object(q) for q in torch_api.GRAD_OFF} == {torch.no_grad, torch.inference_mode}
+    assert {_object(q) for q in torch_api.SET_GRAD_ENABLED} == {torch.set_grad_enabled}
+    assert {_object(q) for q in torch_api.EMPTY_CACHE} == {torch.cuda.empty_cache}
+    assert {_object(q) for q in torch_api.LOADERS} == {torch.load}
+
+
+def _object(qualified: str):
+    module_name, _, attribute = qualified.rpartition(".")
+    return getattr(importlib.import_module(module_name), attribute)
+
+
+def test_map_location_functions_resolve_and_include_the_loaders():
+    assert sorted(q for q in torch_api.MAP_LOCATION_SLOT if not _resolves(q)) == []
+    assert torch_api.LOADERS <= torch_api.MAP_LOCATION_SLOT.keys()
+
+
+def test_deprecated_cuda_memory_functions_and_their_replacements_exist():
+    assert sorted(q for q in torch_api.DEPRECATED_CUDA_MEMORY if not _resolves(q)) == []
+    assert sorted(new for new in torch_api.DEPRECATED_CUDA_MEMORY.values() if not hasattr(torch.cuda, new)) == []
 
 
 def test_module_api_is_the_public_methods_of_nn_module_but_forward():
     public = {
-        name for name in dir(torch.nn.Module)
-        if not name.startswith("_") and callable(getattr(torch.nn.Module, name))
+        name for name in dir(nn.Module)
+        if not name.startswith("_") and callable(getattr(nn.Module, name))
     }
-    assert MODULE_API == public - {"forward"}
+    assert torch_api.MODULE_API == public - {"forward"}
+
+
+def test_module_methods_are_module_api():
+    assert sorted(torch_api.MODULE_METHODS - torch_api.MODULE_API) == []
+
+
+def test_module_classes_are_the_public_nn_classes_that_subclass_module():
+    assert torch_api.MODULE_CLASSES == _public_module_classes(nn)
+    assert "Parameter" not in torch_api.MODULE_CLASSES
+
+
+def test_nested_module_classes_are_the_other_module_classes_of_public_nn_submodules():
+    found = set()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for info in pkgutil.walk_packages(nn.__path__, "torch.nn."):
+            if any(part.startswith("_") for part in info.name.split(".")):
+                continue
+            found |= _public_module_classes(importlib.import_module(info.name))
+    assert torch_api.NESTED_MODULE_CLASSES == found - torch_api.MODULE_CLASSES
+
+
+def test_loss_modules_are_the_nn_loss_classes():
+    from torch.nn.modules.loss import _Loss
+
+    losses = {
+        name for name in _public_module_classes(nn)
+        if issubclass(getattr(nn, name), _Loss) or name.endswith("Loss")
+    }
+    assert torch_api.LOSS_MODULES == losses
+
+
+@pytest.mark.parametrize("qualified, expected", [
+    ("torch.nn.Linear", True),
+    ("torch.nn.modules.linear.Linear", True),
+    ("torch.nn.ParameterList", True),
+    ("torch.nn.parallel.DistributedDataParallel", True),
+    ("torch.nn.CrossEntropyLoss", True),
+    ("torch.nn.Parameter", False),
+    ("torch.nn.parameter.Parameter", False),
+    ("torch.nn.Buffer", False),
+    ("torch.nn.utils.rnn.PackedSequence", False),
+    ("torch.nn.functional.linear", False),
+    ("torch.Tensor", False),
+    ("mylib.nn.Linear", False),
+])
+def test_is_module_constructor(qualified, expected):
+    assert torch_api.is_module_constructor(qualified) is expected
+
+
+@pytest.mark.parametrize("qualified, expected", [
+    ("torch.nn.CrossEntropyLoss", True),
+    ("torch.nn.modules.loss.MSELoss", True),
+    ("torch.nn.AdaptiveLogSoftmaxWithLoss", True),
+    ("torch.nn.Linear", False),
+    ("mylib.nn.FocalLoss", False),
+    ("torch.nn.FocalLoss", False),
+])
+def test_is_loss_module(qualified, expected):
+    assert torch_api.is_loss_module(qualified) is expected
+
+
+@pytest.mark.parametrize("name", ["SHAPE_FACTORIES", "NON_TENSOR_TORCH"])
+def test_torch_functions_exist(name):
+    assert sorted(f for f in getattr(torch_api, name) if not hasattr(torch, f)) == []
+
+
+def test_shape_factories_allocate_floating_tensors():
+    for name in torch_api.SHAPE_FACTORIES:
+        function = getattr(torch, name)
+        if name == "normal":
+            result = function(0.0, 1.0, (2,))
+        elif name.startswith("full"):
+            result = function(torch.zeros(2) if name.endswith("_like") else (2,), 0.5)
+        else:
+            result = function(torch.zeros(2) if name.endswith("_like") else (2,))
+        assert result.is_floating_point(), name
+
+
+def test_tensor_namespaces_are_torch_modules():
+    for namespace in torch_api.TENSOR_NAMESPACES:
+        assert namespace.endswith(".")
+        importlib.import_module(namespace[:-1])
+
+
+def test_float_dtypes_are_floating_point_dtypes():
+    for name in torch_api.FLOAT_DTYPES:
+        dtype = getattr(torch, name, None)
+        assert isinstance(dtype, torch.dtype) and dtype.is_floating_point, name
+
+
+def _tensor_has(name: str) -> bool:
+    return hasattr(torch.Tensor, name) or hasattr(torch.zeros(1), name)
+
+
+def _module_has(name: str) -> bool:
+    return hasattr(nn.Module, name) or hasattr(nn.Linear(1, 1), name)
+
+
+@pytest.mark.parametrize("name", [
+    "TENSOR_METADATA_ATTRIBUTES", "TENSOR_SHAPE_METHODS", "TENSOR_TO_PYTHON_METHODS", "TENSOR_ATTRIBUTES",
+    "INDEX_METHODS",
+])
+def test_tensor_members_exist(name):
+    assert sorted(m for m in getattr(torch_api, name) if not _tensor_has(m)) == []
+
+
+def test_tensor_methods_are_methods():
+    methods = torch_api.TENSOR_SHAPE_METHODS | torch_api.TENSOR_TO_PYTHON_METHODS | torch_api.INDEX_METHODS
+    assert sorted(m for m in methods if not callable(getattr(torch.Tensor, m))) == []
+
+
+def test_non_tensor_attributes_are_tensor_or_module_attributes():
+    """All are a tensor's but ``training``, which is a module's, and the former attributes of tensors,
+    which older releases had."""
+    current = torch_api.NON_TENSOR_ATTRIBUTES - torch_api.FORMER_TENSOR_ATTRIBUTES
+    assert sorted(a for a in current if not _tensor_has(a)) == ["training"]
+    assert _module_has("training")
+
+
+def test_former_tensor_attributes_are_only_named_tensors_names():
+    """Names the installed torch cannot vouch for: kept to the one known (named tensors' ``names``)."""
+    assert torch_api.FORMER_TENSOR_ATTRIBUTES <= {"names"}
+
+
+def test_non_tensor_methods_are_tensor_or_module_methods():
+    assert sorted(m for m in torch_api.NON_TENSOR_METHODS if not (_tensor_has(m) or _module_has(m))) == []
+    module_only = {m for m in torch_api.NON_TENSOR_METHODS if not _tensor_has(m)}
+    assert sorted(module_only - torch_api.MODULE_API) == []
+
+
+def test_weight_attributes_are_a_layers_parameters():
+    layer = nn.Linear(1, 1)
+    assert all(isinstance(getattr(layer, name), nn.Parameter) for name in torch_api.WEIGHT_ATTRIBUTES)
+
+
+def test_gpulint_does_not_import_torch_for_its_knowledge():
+    source = inspect.getsource(torch_api)
+    assert "import torch" not in source

@@ -11,8 +11,13 @@ from typing import Iterable, List, Set
 
 import libcst as cst
 
-NON_HOLDING_ATTRIBUTES = frozenset({"shape", "dtype", "device", "ndim", "training", "requires_grad", "is_cuda"})
-NON_HOLDING_METHODS = frozenset({"keys", "size", "dim", "numel", "item", "tolist", "__len__", "__contains__"})
+from gpulint.semantic.torch_api import TENSOR_METADATA_ATTRIBUTES, TENSOR_SHAPE_METHODS, TENSOR_TO_PYTHON_METHODS
+
+NON_HOLDING_ATTRIBUTES = TENSOR_METADATA_ATTRIBUTES | {"training"}
+"""Attributes whose value shares no tensor with the object: a tensor's metadata, a module's ``training``."""
+NON_HOLDING_METHODS = TENSOR_SHAPE_METHODS | TENSOR_TO_PYTHON_METHODS | {"keys", "__len__", "__contains__"}
+"""Methods whose result shares no tensor with the receiver: a tensor's shape and Python values, and a
+mapping's or container's ``keys``, ``len`` and ``in`` (``numpy()`` and ``detach()`` share storage)."""
 CONTAINER_FUNCTIONS = frozenset({
     "list", "tuple", "dict", "set", "frozenset", "iter", "sorted", "reversed", "zip", "enumerate", "filter",
     "map", "OrderedDict", "ChainMap",

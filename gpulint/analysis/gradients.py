@@ -18,8 +18,14 @@ from typing import AbstractSet, Iterable, List, Optional, Set
 
 import libcst as cst
 
-ENDS_HISTORY_METHODS = frozenset({"item", "tolist", "detach", "numpy", "size", "dim", "numel", "__len__"})
-ENDS_HISTORY_ATTRIBUTES = frozenset({"shape", "dtype", "device", "ndim", "requires_grad", "is_cuda", "grad_fn", "data"})
+from gpulint.semantic.torch_api import TENSOR_METADATA_ATTRIBUTES, TENSOR_SHAPE_METHODS, TENSOR_TO_PYTHON_METHODS
+
+ENDS_HISTORY_METHODS = TENSOR_SHAPE_METHODS | TENSOR_TO_PYTHON_METHODS | {"detach", "numpy", "__len__"}
+"""Methods whose result carries no autograd history: a tensor's shape and Python values, ``detach()``
+and ``numpy()`` (which share its storage but not its graph), and ``len``."""
+ENDS_HISTORY_ATTRIBUTES = TENSOR_METADATA_ATTRIBUTES | {"grad_fn", "data"}
+"""Attributes whose value carries no history to keep alive: a tensor's metadata, and ``.data`` and
+``.grad_fn``, read as leaving the graph."""
 ENDS_HISTORY_FUNCTIONS = frozenset({"float", "int", "bool", "str", "len", "repr", "format", "isinstance", "type", "print"})
 STORING_METHODS = frozenset({"append", "extend", "insert", "add", "update", "setdefault", "appendleft", "put"})
 ALIASING_VALUES = (cst.Name, cst.Attribute, cst.Subscript)

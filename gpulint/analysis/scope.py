@@ -11,8 +11,9 @@ from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameP
 from gpulint.analysis import cfg, dataflow
 from gpulint.analysis.cfg import ControlFlowGraph, Step
 from gpulint.analysis.escapes import escaping_names
-from gpulint.analysis.tensors import WEIGHT_ATTRIBUTES, ModuleEvidence, TensorLikeness, dotted_name
+from gpulint.analysis.tensors import ModuleEvidence, TensorLikeness, dotted_name
 from gpulint.engine.rule import FileContext
+from gpulint.semantic.torch_api import WEIGHT_ATTRIBUTES, is_loss_module
 
 METADATA_DEPENDENCIES = (
     *cfg.METADATA_DEPENDENCIES, ParentNodeProvider, PositionProvider, QualifiedNameProvider, ScopeProvider,
@@ -192,7 +193,7 @@ class ScopeAnalysis:
         for node in (step.node for step in self.graph.steps):
             if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call):
                 names = self._qualified_names(node.value.func)
-                if any(q.startswith("torch.nn.") and q.endswith("Loss") for q in names):
+                if any(is_loss_module(q) for q in names):
                     found.update(t.target.value for t in node.targets if isinstance(t.target, cst.Name))
         return frozenset(found | {m for m in self.tensors.modules if m.split(".")[-1].lower().endswith(("criterion", "loss_fn"))})
 

@@ -14,65 +14,32 @@ from typing import Callable, FrozenSet, Iterable, List, Optional, Set
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
-MODULE_METHODS = frozenset({
-    "eval", "train", "parameters", "named_parameters", "buffers", "named_buffers", "zero_grad",
-    "state_dict", "load_state_dict", "modules", "named_modules", "children", "named_children",
-    "requires_grad_", "register_forward_hook", "register_buffer", "half", "bfloat16",
-})
-"""Methods whose call shows the receiver is an ``nn.Module``."""
+from gpulint.semantic.torch_api import (
+    FLOAT_DTYPES,
+    INDEX_METHODS,
+    LOADERS,
+    MODULE_API as MODULE_API,  # re-exported for modules that still import it from here
+    MODULE_METHODS,
+    NON_TENSOR_ATTRIBUTES,
+    NON_TENSOR_METHODS,
+    SHAPE_FACTORIES,
+    is_module_constructor,
+    is_torch_tensor_function,
+)
 
-MODULE_API = frozenset({
-    "add_module", "apply", "bfloat16", "buffers", "children", "compile", "cpu", "cuda", "double", "eval",
-    "extra_repr", "float", "get_buffer", "get_extra_state", "get_parameter", "get_submodule", "half", "ipu",
-    "load_state_dict", "modules", "mtia", "named_buffers", "named_children", "named_modules",
-    "named_parameters", "parameters", "register_backward_hook", "register_buffer", "register_forward_hook",
-    "register_forward_pre_hook", "register_full_backward_hook", "register_full_backward_pre_hook",
-    "register_load_state_dict_post_hook", "register_load_state_dict_pre_hook", "register_module",
-    "register_parameter", "register_state_dict_post_hook", "register_state_dict_pre_hook", "requires_grad_",
-    "set_extra_state", "set_submodule", "share_memory", "state_dict", "to", "to_empty", "train", "type",
-    "xpu", "zero_grad",
-})
-"""The public methods of ``torch.nn.Module`` other than ``forward``: ``self.parameters()`` in a
-module's method calls one of them, not a submodule (checked against the installed torch by a test)."""
-
-NON_TENSOR_METHODS = frozenset({
-    "cpu", "item", "tolist", "numpy", "size", "dim", "numel", "nelement", "element_size", "backward",
-    "data_ptr", "is_contiguous", "stride", "storage_offset", "get_device", "__len__", "keys",
-    "register_hook", "eval", "train", "zero_grad", "parameters", "named_parameters", "state_dict",
-    "load_state_dict", "modules", "children", "named_modules", "named_children", "is_floating_point",
-})
-"""Methods of tensors (or modules) whose result holds no GPU tensor: releasing rebinds."""
-
-SHAPE_FACTORIES = frozenset({
-    "zeros", "ones", "empty", "full", "rand", "randn", "normal",
-    "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like",
-})
-"""``torch`` functions that allocate a floating-point tensor of a given shape: on a device, a large
-allocation (unless given another ``dtype``: ids and masks are small)."""
-FLOAT_DTYPES = frozenset({"float", "float16", "float32", "float64", "half", "bfloat16", "double"})
-INDEX_METHODS = frozenset({"argmax", "argmin", "nonzero", "argsort", "bool", "long", "int", "generate"})
-"""Methods whose result is indices, masks or token ids: a few bytes, whatever the input's size."""
+RELEASING_BUILTINS = frozenset({"float", "int", "bool", "str", "len", "round", "repr", "list", "tuple"})
+"""Builtins whose result holds no GPU tensor (``float(loss)``); ``list(t)`` keeps tensors only of a
+tensor, and is judged by its argument."""
 CRITERION_SUFFIXES = ("criterion", "loss_fn", "loss_func", "loss_function")
 """How a loss function or module bound to a name is usually named: its result holds a graph."""
-WEIGHT_ATTRIBUTES = frozenset({"weight", "bias"})
-"""A module's tensors: ``layer.weight``, ``layer.bias``."""
-
-NON_TENSOR_ATTRIBUTES = frozenset({
-    "shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "names", "layout", "training",
-    "is_leaf", "grad_fn",
-})
-
-NON_TENSOR_TORCH = frozenset({
-    "device", "dtype", "no_grad", "enable_grad", "inference_mode", "set_grad_enabled", "manual_seed",
-    "seed", "is_tensor", "is_floating_point", "is_complex", "numel", "save", "compile", "get_default_dtype",
-    "set_default_dtype", "typename", "Generator", "Size", "finfo", "iinfo", "is_grad_enabled",
-    "set_printoptions", "use_deterministic_algorithms", "set_num_threads", "get_num_threads",
-    "is_inference_mode_enabled", "set_float32_matmul_precision", "autocast", "allclose", "equal",
-    "is_nonzero", "is_same_size", "is_storage", "get_rng_state", "initial_seed",
-})
-"""``torch.X`` functions that return no tensor."""
-
-_TENSOR_NAMESPACES = ("torch.nn.functional.", "torch.linalg.", "torch.fft.", "torch.special.")
+RELEASING_METHODS = NON_TENSOR_METHODS | {"keys"}
+"""Methods whose result holds no GPU tensor: torch's ``NON_TENSOR_METHODS``, and a mapping's ``keys``."""
+INDEX_RESULT_METHODS = INDEX_METHODS | {"generate"}
+"""Methods whose result is indices, masks or token ids: a few bytes, whatever the input's size
+(torch's ``INDEX_METHODS``, and transformers' ``generate``)."""
+MODULE_OUTPUT_METHODS = frozenset({"forward", "generate"})
+"""Module methods whose result is the module's output: ``nn.Module.forward``, and transformers'
+``generate``."""
 
 QualifiedNames = Callable[[cst.CSTNode], Set[str]]
 
@@ -82,13 +49,6 @@ def dotted_name(node: cst.CSTNode) -> Optional[str]:
     if isinstance(node, (cst.Name, cst.Attribute)):
         return get_full_name_for_node(node)
     return None
-
-
-RELEASING_BUILTINS = frozenset({"float", "int", "bool", "str", "len", "round", "repr", "list", "tuple"})
-"""Builtins whose result holds no GPU tensor (``float(loss)``); ``list(t)`` keeps tensors only of a
-tensor, and is judged by its argument."""
-LOADERS = frozenset({"torch.load", "torch.serialization.load"})
-MODULE_OUTPUT_METHODS = frozenset({"forward", "generate"})
 
 
 def subexpressions(node: cst.CSTNode) -> List[cst.CSTNode]:
@@ -102,13 +62,6 @@ def subexpressions(node: cst.CSTNode) -> List[cst.CSTNode]:
 
     node.visit(Collect())
     return found
-
-
-def is_torch_tensor_function(qualified: str) -> bool:
-    if qualified.startswith(_TENSOR_NAMESPACES):
-        return True
-    parts = qualified.split(".")
-    return len(parts) == 2 and parts[0] == "torch" and parts[1] not in NON_TENSOR_TORCH and not parts[1][:1].isupper()
 
 
 def _string(node: cst.CSTNode) -> Optional[str]:
@@ -134,10 +87,6 @@ def _keyword(call: cst.Call, name: str, position: Optional[int] = None) -> Optio
     if position is not None and len(positional) > position:
         return positional[position].value
     return None
-
-
-def is_module_constructor(qualified: str) -> bool:
-    return qualified.startswith("torch.nn.") and not qualified.startswith(_TENSOR_NAMESPACES) and qualified.split(".")[-1][:1].isupper()
 
 
 def _moves_to_cpu(call: cst.Call) -> bool:
@@ -212,7 +161,7 @@ class TensorLikeness:
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
             return value.func.value in RELEASING_BUILTINS - {"list", "tuple"}
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
-            return value.func.attr.value in NON_TENSOR_METHODS or (value.func.attr.value == "to" and _moves_to_cpu(value))
+            return value.func.attr.value in RELEASING_METHODS or (value.func.attr.value == "to" and _moves_to_cpu(value))
         return False
 
     def is_module(self, node: cst.CSTNode) -> bool:
@@ -254,7 +203,7 @@ class TensorLikeness:
             return func.value in ("list", "tuple") and any(self(arg.value, holding) for arg in node.args)
         if isinstance(func, cst.Attribute):
             method = func.attr.value
-            if method in NON_TENSOR_METHODS or (method == "to" and _moves_to_cpu(node)):
+            if method in RELEASING_METHODS or (method == "to" and _moves_to_cpu(node)):
                 return False
             if method in ("cuda", "to"):
                 return True
@@ -317,7 +266,7 @@ class TensorLikeness:
             return True
         if isinstance(func, cst.Attribute):
             method = func.attr.value
-            if method in NON_TENSOR_METHODS or method in INDEX_METHODS or (method == "to" and _moves_to_cpu(node)):
+            if method in RELEASING_METHODS or method in INDEX_RESULT_METHODS or (method == "to" and _moves_to_cpu(node)):
                 return False
             if method in ("cuda", "to"):
                 return self._builds_module(func.value) or self.holds_device_memory(func.value, holding)

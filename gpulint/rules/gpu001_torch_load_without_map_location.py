@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Dict, List, Optional
+from typing import List, Optional
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
@@ -16,15 +16,10 @@ from gpulint.engine.diagnostics import Applicability, FixOutcome, NoFix
 from gpulint.analysis.mapping_use import MappingUse
 from gpulint.engine.rule import FixAvailability, Rule
 from gpulint.semantic.survey import Survey
+from gpulint.semantic.torch_api import MAP_LOCATION_SLOT
 
-MAP_LOCATION_SLOT: Dict[str, int] = {
-    "torch.load": 1,
-    "torch.serialization.load": 1,
-    "torch.jit.load": 1,
-}
-"""Each flagged function, and the 0-based positional slot of ``map_location`` in its signature.
-``torch.hub.load_state_dict_from_url`` and ``torch.utils.model_zoo.load_url`` are not flagged: what
-they download is a published artifact, saved from the CPU."""
+# The functions flagged are those of MAP_LOCATION_SLOT. ``torch.hub.load_state_dict_from_url`` and
+# ``torch.utils.model_zoo.load_url`` are not: what they download is a published artifact, saved from the CPU.
 DOWNLOAD = re.compile(r".*(download|load_file_from_url|urlretrieve|cached_path|hf_hub).*", re.IGNORECASE)
 """Calls that fetch a published file (``hf_hub_download``, ``load_file_from_url``...): a file they
 return, or fetch when it is missing, is a release artifact, saved from the CPU."""

@@ -17,19 +17,13 @@ from gpulint.engine.diagnostics import Applicability, FixOutcome, NoFix
 from gpulint.engine.reach import Reach
 from gpulint.engine.rule import FixAvailability, Rule
 from gpulint.semantic.survey import Survey
+from gpulint.semantic.torch_api import LOADERS, TENSOR_ATTRIBUTES
 
-LOADERS = frozenset({"torch.load", "torch.serialization.load"})
 MAPPING_ATTRIBUTES = frozenset({
     "keys", "items", "values", "get", "pop", "update", "copy", "setdefault", "clear", "popitem",
     "__getitem__", "__contains__", "__len__", "__iter__",
 })
 """Attributes a plain state dict has: using only these does not show the object is a module."""
-TENSOR_ATTRIBUTES = frozenset({
-    "shape", "dtype", "device", "ndim", "size", "numel", "dim", "T", "data", "grad", "float", "half",
-    "double", "to", "cuda", "cpu", "view", "reshape", "copy_", "clone", "detach", "numpy", "tolist", "item",
-    "sum", "mean", "norm", "unsqueeze", "squeeze", "requires_grad", "is_cuda", "storage", "element_size",
-})
-"""Attributes of a tensor: using them does not show the loaded object is a module either."""
 COPY_METHODS = frozenset({"load_state_dict", "copy_", "set_"})
 BLOCKS = (cst.Module, cst.IndentedBlock, cst.SimpleStatementSuite)
 Block = Union[cst.Module, cst.IndentedBlock, cst.SimpleStatementSuite]

@@ -16,8 +16,7 @@ from gpulint.engine.diagnostics import Applicability, FixOutcome, NoFix
 from gpulint.engine.reach import Reach
 from gpulint.engine.rule import FixAvailability, Rule
 from gpulint.semantic.survey import Survey
-
-EMPTY_CACHE = frozenset({"torch.cuda.empty_cache", "torch.cuda.memory.empty_cache"})
+from gpulint.semantic.torch_api import EMPTY_CACHE
 
 
 def _quoted(names: List[str]) -> str:

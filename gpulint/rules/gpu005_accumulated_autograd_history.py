@@ -12,15 +12,15 @@ from libcst.metadata import ParentNodeProvider, PositionProvider
 from gpulint.analysis import scope
 from gpulint.analysis.gradients import GradientFlow
 from gpulint.analysis.scope import ScopeAnalysis, analysis_for
-from gpulint.analysis.tensors import dotted_name, is_torch_tensor_function, subexpressions
+from gpulint.analysis.tensors import dotted_name, subexpressions
 from gpulint.engine.diagnostics import Applicability, FixOutcome, NoFix
 from gpulint.semantic.grad_mode import GradMode, grad_off_mentions
 from gpulint.engine.reach import Reach
 from gpulint.engine.rule import FixAvailability, Rule
 from gpulint.semantic.survey import Survey, argument_values, ast_dotted_name
+from gpulint.semantic.torch_api import AUTOGRAD_ENTRY_POINTS, is_loss_module, is_torch_tensor_function
 
 APPENDING_METHODS = frozenset({"append", "extend", "insert"})
-AUTOGRAD_ENTRY_POINTS = frozenset({"torch.autograd.grad", "torch.autograd.backward"})
 LOSS_FUNCTION = re.compile(r"_*(loss|criterion|(compute|calc|calculate|get|build|make)_(\w+_)?loss(es)?)", re.IGNORECASE)
 LOSS_CLASS = re.compile(r"(Loss|Criterion)$")
 STORING_METHODS = frozenset({"append", "extend", "insert", "update", "setdefault", "add"})
@@ -254,7 +254,7 @@ class _GraphProducingCalls:
         self.criteria = {m for m in survey.modules if m.split(".")[-1].lower().endswith(("criterion", "loss_fn"))}
         self.criteria.update(
             name for name, value in _name_bindings(survey)
-            if isinstance(value, ast.Call) and any(q.startswith("torch.nn.") and q.endswith("Loss") for q in survey.qualified_names(value.func))
+            if isinstance(value, ast.Call) and any(is_loss_module(q) for q in survey.qualified_names(value.func))
         )
 
     def __call__(self, call: ast.Call) -> bool:

@@ -9,18 +9,18 @@ from libcst.metadata import PositionProvider, QualifiedNameProvider
 
 from gpulint.engine.diagnostics import Applicability, FixOutcome, NoFix
 from gpulint.engine.rule import FixAvailability, Rule
+from gpulint.semantic.torch_api import DEPRECATED_CUDA_MEMORY
 
 RESET_NOTE = "older PyTorch versions reset only one statistic here, and the new name reads as a change of meaning"
 """Why renaming a reset is unsafe, as one line of help."""
 
-REPLACEMENTS: Dict[str, Tuple[str, Applicability]] = {}
-for _namespace in ("torch.cuda", "torch.cuda.memory"):
-    REPLACEMENTS.update({
-        f"{_namespace}.memory_cached": ("memory_reserved", Applicability.SAFE),
-        f"{_namespace}.max_memory_cached": ("max_memory_reserved", Applicability.SAFE),
-        f"{_namespace}.reset_max_memory_cached": ("reset_peak_memory_stats", Applicability.UNSAFE),
-        f"{_namespace}.reset_max_memory_allocated": ("reset_peak_memory_stats", Applicability.UNSAFE),
-    })
+UNSAFE_REPLACEMENTS = frozenset({"reset_peak_memory_stats"})
+"""Replacements that do more than the deprecated function on older PyTorch (see ``RESET_NOTE``)."""
+
+REPLACEMENTS: Dict[str, Tuple[str, Applicability]] = {
+    old: (new, Applicability.UNSAFE if new in UNSAFE_REPLACEMENTS else Applicability.SAFE)
+    for old, new in DEPRECATED_CUDA_MEMORY.items()
+}
 """Each deprecated function, the name that replaces it, and whether the replacement behaves the same."""
 
 

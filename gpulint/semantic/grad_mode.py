@@ -12,14 +12,10 @@ from typing import Callable, FrozenSet, List, Optional, Set
 import libcst as cst
 
 from gpulint.semantic.survey import Survey
+from gpulint.semantic.torch_api import GRAD_OFF, SET_GRAD_ENABLED
 
 QualifiedNames = Callable[[cst.CSTNode], Set[str]]
 
-GRAD_OFF = frozenset({
-    "torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.inference_mode",
-    "torch.autograd.grad_mode.no_grad", "torch.autograd.grad_mode.inference_mode",
-})
-SET_GRAD_ENABLED = frozenset({"torch.set_grad_enabled", "torch.autograd.set_grad_enabled", "torch.autograd.grad_mode.set_grad_enabled"})
 GRAD_OFF_WORDS = ("no_grad", "inference_mode", "set_grad_enabled")
 """Words in a name that may turn gradients off: a function whose body mentions one may be a
 project decorator that does, and an imported decorator named with one (``smart_inference_mode``)

@@ -1,0 +1,233 @@
+"""What gpulint knows of the torch API: the functions, classes, methods and attributes that rules and
+analyses read code against, written out as data in one place.
+
+gpulint never imports torch; ``tests/test_torch_knowledge.py`` checks every name here against the
+installed torch instead. Heuristics about how projects name things (``criterion``, ``no_grad`` in a
+decorator's name), Python builtins and other libraries' conventions stay with the analysis or rule
+that decides with them, added to these sets by union where it needs more.
+"""
+
+from __future__ import annotations
+
+from typing import Dict
+
+# -- Functions -------------------------------------------------------------------------------------
+
+LOADERS = frozenset({"torch.load", "torch.serialization.load"})
+"""The functions that unpickle a saved object, tensors and all: ``analysis.tensors`` and GPU002 read
+a call of one as a loaded checkpoint (or whole model)."""
+
+MAP_LOCATION_SLOT: Dict[str, int] = {**dict.fromkeys(LOADERS, 1), "torch.jit.load": 1}
+"""Each function that takes ``map_location``, and the 0-based positional slot of that parameter in its
+signature: GPU001 flags a call of one that passes none."""
+
+EMPTY_CACHE = frozenset({"torch.cuda.empty_cache", "torch.cuda.memory.empty_cache"})
+"""``torch.cuda.empty_cache`` under the names it is exported by: GPU003 checks what is alive at each call."""
+
+AUTOGRAD_ENTRY_POINTS = frozenset({"torch.autograd.grad", "torch.autograd.backward"})
+"""The functions that backpropagate besides ``Tensor.backward``: GPU005 reads a loop that calls one
+as a training loop."""
+
+GRAD_OFF = frozenset({
+    "torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.inference_mode",
+    "torch.autograd.grad_mode.no_grad", "torch.autograd.grad_mode.inference_mode",
+})
+"""The context managers (and decorators) that turn gradients off, under every name torch exports them
+by: ``semantic.grad_mode`` reads them."""
+
+SET_GRAD_ENABLED = frozenset({
+    "torch.set_grad_enabled", "torch.autograd.set_grad_enabled", "torch.autograd.grad_mode.set_grad_enabled",
+})
+"""``set_grad_enabled`` under every name torch exports it by: ``semantic.grad_mode`` reads a call of it
+with anything but ``True`` as turning gradients off."""
+
+DEPRECATED_CUDA_MEMORY: Dict[str, str] = {
+    f"{namespace}.{old}": new
+    for namespace in ("torch.cuda", "torch.cuda.memory")
+    for old, new in (
+        ("memory_cached", "memory_reserved"),
+        ("max_memory_cached", "max_memory_reserved"),
+        ("reset_max_memory_cached", "reset_peak_memory_stats"),
+        ("reset_max_memory_allocated", "reset_peak_memory_stats"),
+    )
+}
+"""Each deprecated ``torch.cuda`` memory function, and the name of the ``torch.cuda`` function that
+replaces it: GPU006 reports and renames them (and judges which renames behave the same)."""
+
+SHAPE_FACTORIES = frozenset({
+    "zeros", "ones", "empty", "full", "rand", "randn", "normal",
+    "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like",
+})
+"""``torch`` functions that allocate a floating-point tensor of a given shape: ``analysis.tensors``
+reads one called with a device as a large allocation (unless given another ``dtype``: ids and masks
+are small)."""
+
+NON_TENSOR_TORCH = frozenset({
+    "device", "dtype", "no_grad", "enable_grad", "inference_mode", "set_grad_enabled", "manual_seed",
+    "seed", "is_tensor", "is_floating_point", "is_complex", "numel", "save", "compile", "get_default_dtype",
+    "set_default_dtype", "typename", "Generator", "Size", "finfo", "iinfo", "is_grad_enabled",
+    "set_printoptions", "use_deterministic_algorithms", "set_num_threads", "get_num_threads",
+    "is_inference_mode_enabled", "set_float32_matmul_precision", "autocast", "allclose", "equal",
+    "is_nonzero", "is_same_size", "is_storage", "get_rng_state", "initial_seed",
+})
+"""``torch.X`` functions that return no tensor: ``is_torch_tensor_function`` excepts them."""
+
+TENSOR_NAMESPACES = ("torch.nn.functional.", "torch.linalg.", "torch.fft.", "torch.special.")
+"""Namespaces every function of which computes tensors: ``is_torch_tensor_function`` accepts them
+all, and ``is_module_constructor`` none."""
+
+FLOAT_DTYPES = frozenset({"float", "float16", "float32", "float64", "half", "bfloat16", "double"})
+"""The floating-point ``torch`` dtypes, by attribute name (``torch.float16``): ``analysis.tensors``
+reads a shape factory given another ``dtype`` as a small allocation."""
+
+# -- Tensor methods and attributes -----------------------------------------------------------------
+
+TENSOR_METADATA_ATTRIBUTES = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad"})
+"""Attributes of a tensor that describe it and hold none of its storage or history: every analysis
+that follows tensors (``tensors``, ``aliases``, ``gradients``) and GPU002 start from these."""
+
+TENSOR_SHAPE_METHODS = frozenset({"size", "dim", "numel"})
+"""Tensor methods that answer a question about its shape: their result holds no tensor (read by
+``NON_TENSOR_METHODS``, ``analysis.aliases``, ``analysis.gradients`` and ``TENSOR_ATTRIBUTES``)."""
+
+TENSOR_TO_PYTHON_METHODS = frozenset({"item", "tolist"})
+"""Tensor methods that copy its values out into Python numbers or lists: their result holds no tensor
+and no history (read where ``TENSOR_SHAPE_METHODS`` is)."""
+
+FORMER_TENSOR_ATTRIBUTES = frozenset({"names"})
+"""Attributes that tensors had in older torch releases and the newest may lack (``names``, of named
+tensors): code written for those releases still uses them, so ``NON_TENSOR_ATTRIBUTES`` keeps them."""
+
+NON_TENSOR_ATTRIBUTES = TENSOR_METADATA_ATTRIBUTES | FORMER_TENSOR_ATTRIBUTES | frozenset({
+    "layout", "is_leaf", "grad_fn", "training",
+})
+"""Attributes of a tensor (or, ``training``, of a module) whose value holds no GPU tensor:
+``analysis.tensors`` reads ``x.shape`` as not tensor-like."""
+
+NON_TENSOR_METHODS = TENSOR_SHAPE_METHODS | TENSOR_TO_PYTHON_METHODS | frozenset({
+    "cpu", "numpy", "nelement", "element_size", "backward", "data_ptr", "is_contiguous", "stride",
+    "storage_offset", "get_device", "__len__", "register_hook", "is_floating_point",
+    # methods of nn.Module
+    "eval", "train", "zero_grad", "parameters", "named_parameters", "state_dict", "load_state_dict",
+    "modules", "children", "named_modules", "named_children",
+})
+"""Methods of tensors (or modules) whose result holds no GPU tensor: ``analysis.tensors`` reads
+``loss = loss.item()`` as releasing what ``loss`` held."""
+
+INDEX_METHODS = frozenset({"argmax", "argmin", "nonzero", "argsort", "bool", "long", "int"})
+"""Tensor methods whose result is indices or a mask: a few bytes whatever the input's size
+(``analysis.tensors`` adds transformers' ``generate``, whose result is token ids)."""
+
+TENSOR_ATTRIBUTES = TENSOR_METADATA_ATTRIBUTES | TENSOR_SHAPE_METHODS | TENSOR_TO_PYTHON_METHODS | frozenset({
+    "T", "data", "grad", "float", "half", "double", "to", "cuda", "cpu", "view", "reshape", "copy_",
+    "clone", "detach", "numpy", "sum", "mean", "norm", "unsqueeze", "squeeze", "storage", "element_size",
+})
+"""The commonest attributes and methods of a tensor: GPU002 reads using only these (and mapping
+methods) on a loaded object as no sign that it is a module."""
+
+# -- Modules ---------------------------------------------------------------------------------------
+
+MODULE_API = frozenset({
+    "add_module", "apply", "bfloat16", "buffers", "children", "compile", "cpu", "cuda", "double", "eval",
+    "extra_repr", "float", "get_buffer", "get_extra_state", "get_parameter", "get_submodule", "half", "ipu",
+    "load_state_dict", "modules", "mtia", "named_buffers", "named_children", "named_modules",
+    "named_parameters", "parameters", "register_backward_hook", "register_buffer", "register_forward_hook",
+    "register_forward_pre_hook", "register_full_backward_hook", "register_full_backward_pre_hook",
+    "register_load_state_dict_post_hook", "register_load_state_dict_pre_hook", "register_module",
+    "register_parameter", "register_state_dict_post_hook", "register_state_dict_pre_hook", "requires_grad_",
+    "set_extra_state", "set_submodule", "share_memory", "state_dict", "to", "to_empty", "train", "type",
+    "xpu", "zero_grad",
+})
+"""The public methods of ``torch.nn.Module`` other than ``forward``: ``self.parameters()`` in a
+module's method calls one of them, not a submodule (GPU004 reads them)."""
+
+MODULE_METHODS = frozenset({
+    "eval", "train", "parameters", "named_parameters", "buffers", "named_buffers", "zero_grad",
+    "state_dict", "load_state_dict", "modules", "named_modules", "children", "named_children",
+    "requires_grad_", "register_forward_hook", "register_buffer", "half", "bfloat16",
+})
+"""Methods of ``nn.Module`` whose call shows the receiver is a module (of them tensors have only
+``requires_grad_``, ``half`` and ``bfloat16``): ``analysis.tensors`` and ``semantic.survey`` collect
+the names they are called on."""
+
+WEIGHT_ATTRIBUTES = frozenset({"weight", "bias"})
+"""A layer's parameters (``layer.weight``, ``layer.bias``): ``analysis.scope`` reads assigning one as
+replacing a tensor the module held."""
+
+LOSS_MODULES = frozenset({
+    "AdaptiveLogSoftmaxWithLoss", "BCELoss", "BCEWithLogitsLoss", "CTCLoss", "CosineEmbeddingLoss",
+    "CrossEntropyLoss", "GaussianNLLLoss", "HingeEmbeddingLoss", "HuberLoss", "KLDivLoss", "L1Loss",
+    "LinearCrossEntropyLoss", "MSELoss", "MarginRankingLoss", "MultiLabelMarginLoss",
+    "MultiLabelSoftMarginLoss", "MultiMarginLoss", "NLLLoss", "NLLLoss2d", "PoissonNLLLoss", "SmoothL1Loss",
+    "SoftMarginLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss",
+})
+"""The loss modules of ``torch.nn`` (the subclasses of ``torch.nn.modules.loss._Loss``, and
+``AdaptiveLogSoftmaxWithLoss``, which returns a loss too), by class name: ``is_loss_module`` reads
+them for ``analysis.scope``'s criteria and GPU005."""
+
+MODULE_CLASSES = LOSS_MODULES | frozenset({
+    "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
+    "AdaptiveMaxPool3d", "AlphaDropout", "AvgPool1d", "AvgPool2d", "AvgPool3d", "BatchNorm1d",
+    "BatchNorm2d", "BatchNorm3d", "Bilinear", "CELU", "ChannelShuffle", "CircularPad1d", "CircularPad2d",
+    "CircularPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "Container", "Conv1d", "Conv2d",
+    "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "CosineSimilarity", "CrossMapLRN2d",
+    "DataParallel", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "ELU", "Embedding", "EmbeddingBag",
+    "FeatureAlphaDropout", "Flatten", "Fold", "FractionalMaxPool2d", "FractionalMaxPool3d", "GELU", "GLU",
+    "GRU", "GRUCell", "GroupNorm", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh", "Identity",
+    "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LPPool1d", "LPPool2d", "LPPool3d", "LSTM",
+    "LSTMCell", "LayerNorm", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyConv1d",
+    "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d",
+    "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d", "LazyLinear", "LeakyReLU", "Linear",
+    "LocalResponseNorm", "LogSigmoid", "LogSoftmax", "MaxPool1d", "MaxPool2d", "MaxPool3d", "MaxUnpool1d",
+    "MaxUnpool2d", "MaxUnpool3d", "Mish", "Module", "ModuleDict", "ModuleList", "MultiheadAttention",
+    "PReLU", "PairwiseDistance", "ParameterDict", "ParameterList", "PixelShuffle", "PixelUnshuffle",
+    "RMSNorm", "RNN", "RNNBase", "RNNCell", "RNNCellBase", "RReLU", "ReLU", "ReLU6", "ReflectionPad1d",
+    "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d",
+    "SELU", "Sequential", "SiLU", "Sigmoid", "Softmax", "Softmax2d", "Softmin", "Softplus", "Softshrink",
+    "Softsign", "SyncBatchNorm", "Tanh", "Tanhshrink", "Threshold", "Transformer", "TransformerDecoder",
+    "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer", "Unflatten", "Unfold",
+    "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d",
+})
+"""The public classes of ``torch.nn`` that subclass ``torch.nn.Module`` (``torch.nn.Parameter`` and
+``Buffer`` are tensors, not modules): ``is_module_constructor`` reads them."""
+
+NESTED_MODULE_CLASSES = frozenset({
+    "BNReLU2d", "BNReLU3d", "ConvBn1d", "ConvBn2d", "ConvBn3d", "ConvBnReLU1d", "ConvBnReLU2d",
+    "ConvBnReLU3d", "ConvReLU1d", "ConvReLU2d", "ConvReLU3d", "DeQuantize", "DistributedDataParallel",
+    "DistributedDataParallelCPU", "EmbeddingPackedParams", "FXFloatFunctional", "FloatFunctional",
+    "LinearBn1d", "LinearPackedParams", "LinearReLU", "ModuleWrapper", "NonDynamicallyQuantizableLinear",
+    "PackedParameter", "ParametrizationList", "QFunctional", "Quantize", "WeightedQuantizedModule",
+})
+"""The other public ``nn.Module`` subclasses of ``torch.nn``'s public submodules, which ``torch.nn``
+itself does not export (``torch.nn.parallel.DistributedDataParallel``, the quantized and fused
+modules): ``is_module_constructor`` reads them."""
+
+
+def is_torch_tensor_function(qualified: str) -> bool:
+    """Whether the function named ``qualified`` computes a tensor: any function of the
+    ``TENSOR_NAMESPACES``, or a lowercase ``torch.X`` but the ``NON_TENSOR_TORCH`` ones."""
+    if qualified.startswith(TENSOR_NAMESPACES):
+        return True
+    parts = qualified.split(".")
+    return len(parts) == 2 and parts[0] == "torch" and parts[1] not in NON_TENSOR_TORCH and not parts[1][:1].isupper()
+
+
+def _torch_nn_class(qualified: str) -> str:
+    """The last component of a name under ``torch.nn`` (outside the ``TENSOR_NAMESPACES``), else ``""``."""
+    if not qualified.startswith("torch.nn.") or qualified.startswith(TENSOR_NAMESPACES):
+        return ""
+    return qualified.rpartition(".")[2]
+
+
+def is_module_constructor(qualified: str) -> bool:
+    """Whether ``qualified`` names a ``torch.nn`` module class: ``torch.nn.Linear``, and deeper paths
+    to one (``torch.nn.modules.linear.Linear``, ``torch.nn.parallel.DistributedDataParallel``) by
+    their last component; never ``torch.nn.Parameter``."""
+    name = _torch_nn_class(qualified)
+    return name in MODULE_CLASSES or name in NESTED_MODULE_CLASSES
+
+
+def is_loss_module(qualified: str) -> bool:
+    """Whether ``qualified`` names a ``torch.nn`` loss class (``torch.nn.CrossEntropyLoss``, or a
+    deeper path to one such as ``torch.nn.modules.loss.MSELoss``)."""
+    return _torch_nn_class(qualified) in LOSS_MODULES
