@@ -197,7 +197,7 @@ def test_tensor_likeness(expression, tensor_like):
         def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
             if node.name.value != "f":
                 return
-            analysis = scope.analysis_for(self, self.context, node.body.body[0].body[0])
+            analysis = self.context.analyses.of(self, node.body.body[0].body[0])
             assign = node.body.body[-1].body[0]
             results.append(analysis.tensors(assign.value))
 

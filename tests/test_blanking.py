@@ -19,7 +19,7 @@ import pytest
 from gpulint.engine.blanking import PLACEHOLDER, blank_bodies
 from gpulint.engine.linter import lint_source
 from gpulint.rules import ALL_RULES
-from gpulint.semantic.survey import Survey
+from gpulint.semantic.model import SemanticModel
 
 REAL_FILES = 40
 
@@ -52,7 +52,7 @@ SOURCE = textwrap.dedent('''\
 
 def _blank(source: str, *names: str):
     tree = ast.parse(source)
-    functions = [f for f in Survey(tree, source).functions if f.name in names]
+    functions = [f for f in SemanticModel(tree, source).functions if f.name in names]
     return blank_bodies(source, functions)
 
 
@@ -77,7 +77,7 @@ def test_blanking_every_function_of_real_code_still_parses():
     assert len(files) == REAL_FILES
     for path in files:
         source = path.read_text(encoding="utf-8")
-        blanked = blank_bodies(source, Survey(ast.parse(source), source).functions)
+        blanked = blank_bodies(source, SemanticModel(ast.parse(source), source).functions)
         assert len(blanked.text) == len(source), path
         ast.parse(blanked.text)
         cst.parse_module(blanked.text)
@@ -103,10 +103,12 @@ CASES = {
                 return candidate(model, x)
     ''',
     "gpu004-model-frozen-elsewhere": '''
-        def freeze(model):
+        model = Net()
+
+        def freeze():
             model.requires_grad_(False)
 
-        def candidate(model, x):
+        def candidate(x):
             model.eval()
             y = model(x)
             print(y)
@@ -153,7 +155,7 @@ CASES = {
 def test_facts_from_other_functions_are_read(source):
     source = textwrap.dedent(source)
     full = lint_source(source, "case.py", ALL_RULES, prefilter=False)
-    survey = Survey(ast.parse(source), source)
+    survey = SemanticModel(ast.parse(source), source)
     naive = blank_bodies(source, [f for f in survey.functions if f.name != "candidate"])
     assert lint_source(naive.text, "case.py", ALL_RULES, prefilter=False) != full
     assert lint_source(source, "case.py", ALL_RULES) == full

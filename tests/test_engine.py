@@ -17,7 +17,7 @@ from gpulint.engine.rule import FileContext, FixAvailability, Rule
 from gpulint.rules import ALL_RULES
 from gpulint.rules.gpu001_torch_load_without_map_location import TorchLoadWithoutMapLocation as GPU001
 from gpulint.engine.source import SourceError, read_source, write_source
-from gpulint.semantic.survey import Survey
+from gpulint.semantic.model import SemanticModel
 
 
 def _codes(source):
@@ -70,7 +70,7 @@ def test_import_table_qualified_names():
 
 def test_survey_gate_needs_a_call_that_imports_resolve_to_a_target():
     def fires(source: str) -> bool:
-        return bool(GPU001.reach(Survey(ast.parse(source), source)))
+        return bool(GPU001.reach(SemanticModel(ast.parse(source), source)))
 
     assert fires("import torch\nx = (torch  # c\n    .load)(p)\n")
     assert fires("from torch import load as fetch\nfetch(p)\n")

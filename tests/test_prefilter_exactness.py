@@ -25,7 +25,7 @@ import pytest
 from gpulint.engine.linter import lint_source
 from gpulint.engine.reach import NOTHING
 from gpulint.rules import ALL_RULES
-from gpulint.semantic.survey import Survey
+from gpulint.semantic.model import SemanticModel
 from tests.helpers import FIXTURES
 
 _TORCH_SPEC = importlib.util.find_spec("torch")
@@ -109,7 +109,7 @@ def relevant(path: Path) -> bool:
 def partly_reached(path: Path) -> bool:
     """Whether the rules that may fire in the file reach some of its functions, not all."""
     source = path.read_text(encoding="utf-8")
-    survey = Survey(ast.parse(source), source)
+    survey = SemanticModel(ast.parse(source), source)
     reaches = [rule.reach(survey) for rule in ALL_RULES if rule.may_fire(source)]
     reach = functools.reduce(operator.or_, reaches, NOTHING)
     return bool(reach) and not reach.whole_module and len(reach.functions) < len(survey.functions)

@@ -12,7 +12,6 @@ from gpulint.analysis import cfg, dataflow
 from gpulint.analysis.cfg import ControlFlowGraph, Step
 from gpulint.analysis.escapes import escaping_names
 from gpulint.analysis.tensors import ModuleEvidence, TensorLikeness, dotted_name
-from gpulint.engine.rule import FileContext
 from gpulint.semantic.torch_api import WEIGHT_ATTRIBUTES, is_loss_module
 
 METADATA_DEPENDENCIES = (
@@ -362,16 +361,25 @@ def enclosing_scope_node(owner: MetadataDependent, node: cst.CSTNode) -> Optiona
     return None
 
 
-def analysis_for(owner: MetadataDependent, context: FileContext, node: cst.CSTNode) -> Optional[ScopeAnalysis]:
-    """The shared analysis of the scope ``node`` is in (built on first request)."""
-    scope_node = enclosing_scope_node(owner, node)
-    if scope_node is None:
-        return None
-    cache = context.shared.setdefault("scope-analyses", {})
-    if scope_node not in cache:
-        if "modules" not in context.shared:
-            evidence = ModuleEvidence(lambda n: {q.name for q in owner.get_metadata(QualifiedNameProvider, n, set())})
-            context.module.visit(evidence)
-            context.shared["modules"] = frozenset(evidence.modules)
-        cache[scope_node] = ScopeAnalysis(owner, scope_node, context.shared["modules"])
-    return cache[scope_node]
+class ScopeAnalyses:
+    """The scope analyses of one file, each built on first request and shared by every rule."""
+
+    def __init__(self, module: cst.Module, modules: Optional[FrozenSet[str]]) -> None:
+        self.module = module
+        self.modules = modules
+        """The dotted names the file treats as modules (from the semantic model; None: learn them
+        from the LibCST tree, where Python's own parser rejects the file)."""
+        self._built: Dict[ScopeNode, ScopeAnalysis] = {}
+
+    def of(self, owner: MetadataDependent, node: cst.CSTNode) -> Optional[ScopeAnalysis]:
+        """The analysis of the scope ``node`` is in; None inside a class body or lambda."""
+        scope_node = enclosing_scope_node(owner, node)
+        if scope_node is None:
+            return None
+        if scope_node not in self._built:
+            if self.modules is None:
+                evidence = ModuleEvidence(lambda n: {q.name for q in owner.get_metadata(QualifiedNameProvider, n, set())})
+                self.module.visit(evidence)
+                self.modules = frozenset(evidence.modules)
+            self._built[scope_node] = ScopeAnalysis(owner, scope_node, self.modules)
+        return self._built[scope_node]

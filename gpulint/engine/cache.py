@@ -35,9 +35,12 @@ ErrorFields = Tuple[str, Optional[int], Optional[int], Optional[int]]
 
 
 class CacheableJob(Protocol):
-    codes: Sequence[str]
-    unsafe_fixes: bool
-    options: Any
+    @property
+    def codes(self) -> Sequence[str]: ...
+    @property
+    def unsafe_fixes(self) -> bool: ...
+    @property
+    def options(self) -> Any: ...
 
 
 def _diagnostic_to_json(diagnostic: Diagnostic) -> dict:

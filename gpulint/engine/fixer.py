@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Iterable, List, Sequence, Tuple
+from typing import Callable, Collection, FrozenSet, Iterable, List, Tuple
 
 import libcst as cst
 
@@ -33,7 +33,7 @@ class FixResult:
     """The rule code of each fix applied, in the order applied."""
 
 
-def applicabilities(unsafe_fixes: bool) -> frozenset:
+def applicabilities(unsafe_fixes: bool) -> FrozenSet[Applicability]:
     if unsafe_fixes:
         return frozenset({Applicability.SAFE, Applicability.UNSAFE})
     return frozenset({Applicability.SAFE})
@@ -74,7 +74,7 @@ def _compiles(text: str) -> bool:
     return True
 
 
-def fix_text(text: str, lint: Lint, allowed: Sequence[Applicability]) -> FixResult:
+def fix_text(text: str, lint: Lint, allowed: Collection[Applicability]) -> FixResult:
     """Fix ``text`` until stable, or raise ``FixError``.
 
     The result parses with LibCST, and, where the original compiles with the running Python, it

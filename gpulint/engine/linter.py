@@ -13,20 +13,20 @@ from libcst.metadata import MetadataWrapper
 
 from gpulint.engine.blanking import blank_bodies
 from gpulint.engine.diagnostics import Diagnostic
-from gpulint.semantic.import_table import ImportTable
 from gpulint.engine.noqa import filter_suppressed
 from gpulint.engine.reach import Reach
 from gpulint.engine.rule import FileContext, Rule
 from gpulint.engine.source import quiet_compile
-from gpulint.semantic.survey import Survey
+from gpulint.semantic.model import SemanticModel
 
 
 def python_tree(source: str) -> Optional[ast.Module]:
     """Python's own (much faster) parse of ``source``, or None where it rejects it."""
     try:
-        return quiet_compile(source, "<gpulint>")
+        tree = quiet_compile(source, "<gpulint>")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
+    return tree if isinstance(tree, ast.Module) else None
 
 
 def check_syntax(source: str) -> None:
@@ -56,29 +56,31 @@ def lint_source(
     if not candidates:
         check_syntax(source)
         return []
-    tree = python_tree(source) if prefilter else None
+    tree = python_tree(source)
     if tree is None:
         return _lint(source, source, path, candidates, options, None)
-    survey = Survey(tree, source)
-    reaches = {rule: rule.reach(survey) for rule in candidates}
+    model = SemanticModel(tree, source)
+    if not prefilter:
+        return _lint(source, source, path, candidates, options, model)
+    reaches = {rule: rule.reach(model) for rule in candidates}
     candidates = [rule for rule in candidates if reaches[rule]]
     if not candidates:
         return []
     reach = functools.reduce(operator.or_, reaches.values())
-    blanked = blank_bodies(source, _unreached_functions(survey, reach, source))
+    blanked = blank_bodies(source, _unreached_functions(model, reach, source))
     if blanked.spans:
         try:
-            diagnostics = _lint(blanked.text, source, path, candidates, options, survey.imports)
+            diagnostics = _lint(blanked.text, source, path, candidates, options, model)
         except cst.ParserSyntaxError:
             diagnostics = None
         if diagnostics is not None and not any(
             blanked.touches(edit.start, edit.end) for d in diagnostics if d.fix for edit in d.fix.edits
         ):
             return diagnostics
-    return _lint(source, source, path, candidates, options, survey.imports)
+    return _lint(source, source, path, candidates, options, model)
 
 
-def _unreached_functions(survey: Survey, reach: Reach, source: str) -> List[ast.AST]:
+def _unreached_functions(survey: SemanticModel, reach: Reach, source: str) -> List[ast.AST]:
     """The outermost functions whose bodies no rule reads. None where a function declares a name
     ``global`` (its body binds names every function may read), nor where ``\\r`` may end a line
     (LibCST and Python's parser may not count lines the same)."""
@@ -93,11 +95,14 @@ def _lint(
     path: str,
     rules: Sequence[Type[Rule]],
     options: Optional[Mapping[str, object]],
-    imports: Optional[ImportTable],
+    model: Optional[SemanticModel],
 ) -> List[Diagnostic]:
     """Run ``rules`` on ``text`` (``source`` or a blanking of it); ``noqa`` comments are read in ``source``."""
     module = cst.parse_module(text)
-    context = FileContext(path=path, source=text, module=module, options=options or {}, import_table=imports)
+    context = FileContext(
+        path=path, source=text, module=module, options=options or {},
+        import_table=model.imports if model is not None else None, model=model,
+    )
     MetadataWrapper(module, unsafe_skip_copy=True).visit_batched([rule(context) for rule in rules])
     diagnostics = filter_suppressed(source, context.diagnostics)
     return sorted(diagnostics, key=lambda d: (d.start.line, d.start.column, d.code))

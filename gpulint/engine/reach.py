@@ -53,17 +53,6 @@ class Reach:
         reads anything."""
         return self.including(function for function in map(survey.function_of, nodes) if function is not None)
 
-    def with_module_evidence(self, survey: Survey) -> "Reach":
-        """This reach and every function that shows one of the names it mentions to be a module
-        (what ``analysis.scope`` learns across the module)."""
-        if not self or self.whole_module:
-            return self
-        mentioned = frozenset().union(*(survey.dotted_names.get(function, frozenset()) for function in self.functions))
-        return self.including(
-            function for function, names in survey.module_evidence.items()
-            if function is not None and names & mentioned
-        )
-
 
 NOTHING = Reach()
 EVERYTHING = Reach(whole_module=True)

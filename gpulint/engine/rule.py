@@ -6,17 +6,19 @@ import ast
 import enum
 import re
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Dict, FrozenSet, List, Mapping, Optional, Sequence
+from typing import Any, ClassVar, Collection, Dict, FrozenSet, List, Mapping, Optional, Sequence, Type
 
 import libcst as cst
 from libcst import BatchableCSTVisitor
-from libcst.metadata import CodeRange, PositionProvider
+from libcst.metadata import CodeRange, PositionProvider, ProviderT
 
+from gpulint.analysis.scope import ScopeAnalyses
 from gpulint.engine.diagnostics import Applicability, Diagnostic, Edit, Fix, FixOutcome, NoFix, Position
 from gpulint.edits.import_placement import STDLIB, add_stdlib_import
 from gpulint.semantic.import_table import ImportTable
 from gpulint.engine.reach import EVERYTHING, Reach
 from gpulint.engine.source import quiet_compile
+from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.survey import Survey
 
 
@@ -38,11 +40,19 @@ class FileContext:
     diagnostics: List[Diagnostic] = field(default_factory=list)
     options: Mapping[str, object] = field(default_factory=dict)
     """Rule settings from ``[tool.gpulint]`` (``prefer-inference-mode``...)."""
-    shared: Dict[str, Any] = field(default_factory=dict)
-    """Analyses that several rules use, built once per file by whichever rule asks first."""
     import_table: Optional[ImportTable] = None
     """The file's import table, where the caller has it already (read from the whole file)."""
+    model: Optional[SemanticModel] = None
+    """The file's semantic model, built on the whole file (None where Python's parser rejects it)."""
     _round_trips: Optional[bool] = None
+    _analyses: Optional[ScopeAnalyses] = None
+
+    @property
+    def analyses(self) -> ScopeAnalyses:
+        """The file's per-scope analyses, shared by the rules that read them."""
+        if self._analyses is None:
+            self._analyses = ScopeAnalyses(self.module, self.model.modules if self.model is not None else None)
+        return self._analyses
 
     @property
     def imports(self) -> ImportTable:
@@ -81,7 +91,7 @@ class Rule(BatchableCSTVisitor):
     """Qualified names of the functions whose calls the rule is about; if given, a file with no call
     that its imports can resolve to one of them is skipped."""
 
-    METADATA_DEPENDENCIES = (PositionProvider,)
+    METADATA_DEPENDENCIES: ClassVar[Collection[ProviderT]] = (PositionProvider,)
 
     def __init__(self, context: FileContext) -> None:
         super().__init__()
@@ -167,7 +177,7 @@ _CODE = re.compile(r"[A-Z]+[0-9]{3}")
 _NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
 
-def check_rule_metadata(rule: type) -> List[str]:
+def check_rule_metadata(rule: Type[Rule]) -> List[str]:
     """Problems with a rule class's metadata, as sentences (empty when it is well formed)."""
     problems = []
     if not _CODE.fullmatch(getattr(rule, "code", "")):

@@ -12,7 +12,7 @@ from gpulint.edits import statements
 from gpulint.edits.statements import MODULE_LEVEL_DELETION, NO_STATEMENT_BOUNDARY, NOT_DELETABLE
 from gpulint.analysis import scope
 from gpulint.analysis.aliases import AliasGroup
-from gpulint.analysis.scope import STORING_METHODS, ScopeAnalysis, analysis_for
+from gpulint.analysis.scope import STORING_METHODS, ScopeAnalysis
 from gpulint.engine.diagnostics import Applicability, FixOutcome, NoFix
 from gpulint.engine.reach import Reach
 from gpulint.engine.rule import FixAvailability, Rule
@@ -55,14 +55,13 @@ class WholeModelPickleKeptAlive(Rule):
     @classmethod
     def reach(cls, survey: Survey) -> Reach:
         """The functions with ``name = torch.load(...)`` (or an attribute or method of it) where the
-        call's attribute or, lacking one, some attribute of ``name`` anywhere shows a module; and
-        those that show the names they use to be modules."""
+        call's attribute or, lacking one, some attribute of ``name`` anywhere shows a module (which names are modules comes from the model)."""
         shown = {
             attribute.value.id for attribute in survey.nodes(ast.Attribute)
             if isinstance(attribute.value, ast.Name) and _shows_module(attribute.attr)
         }
         loading = [assign for assign in survey.nodes(ast.Assign) if cls._loads_module(survey, assign, shown)]
-        return Reach.of(survey, loading).with_module_evidence(survey)
+        return Reach.of(survey, loading)
 
     @classmethod
     def _loads_module(cls, survey: Survey, assign: ast.Assign, shown: Set[str]) -> bool:
@@ -89,7 +88,7 @@ class WholeModelPickleKeptAlive(Rule):
         if not names or not names <= LOADERS:
             return
         binding = self._binding(node)
-        analysis = analysis_for(self, self.context, node) if binding else None
+        analysis = self.context.analyses.of(self, node) if binding else None
         if binding is None or analysis is None:
             return
         statement, name = binding

@@ -10,7 +10,7 @@ from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameP
 from gpulint.edits import statements
 from gpulint.edits.statements import MODULE_LEVEL_DELETION, NO_STATEMENT_BOUNDARY, NOT_DELETABLE
 from gpulint.analysis import scope
-from gpulint.analysis.scope import ScopeAnalysis, analysis_for
+from gpulint.analysis.scope import ScopeAnalysis
 from gpulint.analysis.cfg import Step
 from gpulint.engine.diagnostics import Applicability, FixOutcome, NoFix
 from gpulint.engine.reach import Reach
@@ -36,11 +36,6 @@ class EmptyCacheWithLiveReferences(Rule):
 
     METADATA_DEPENDENCIES = (PositionProvider, *scope.METADATA_DEPENDENCIES, *statements.METADATA_DEPENDENCIES)
 
-    @classmethod
-    def reach(cls, survey: Survey) -> Reach:
-        """The functions with a candidate call, and those that show the names they use to be modules."""
-        return super().reach(survey).with_module_evidence(survey)
-
     def visit_Call(self, node: cst.Call) -> None:
         names = {q.name for q in self.get_metadata(QualifiedNameProvider, node.func, set())}
         if not names or not names <= EMPTY_CACHE:
@@ -48,7 +43,7 @@ class EmptyCacheWithLiveReferences(Rule):
         statement = self.get_metadata(ParentNodeProvider, node)
         if not (isinstance(statement, cst.Expr) and statement.value is node):
             return
-        analysis = analysis_for(self, self.context, node)
+        analysis = self.context.analyses.of(self, node)
         step = analysis.step_of(statement) if analysis else None
         if analysis is None or step is None:
             return

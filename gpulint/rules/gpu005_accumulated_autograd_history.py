@@ -11,10 +11,9 @@ from libcst.metadata import ParentNodeProvider, PositionProvider
 
 from gpulint.analysis import scope
 from gpulint.analysis.gradients import GradientFlow
-from gpulint.analysis.scope import ScopeAnalysis, analysis_for
+from gpulint.analysis.scope import ScopeAnalysis
 from gpulint.analysis.tensors import dotted_name, subexpressions
 from gpulint.engine.diagnostics import Applicability, FixOutcome, NoFix
-from gpulint.semantic.grad_mode import GradMode, grad_off_mentions
 from gpulint.engine.reach import Reach
 from gpulint.engine.rule import FixAvailability, Rule
 from gpulint.semantic.survey import Survey, argument_values, ast_dotted_name
@@ -55,9 +54,8 @@ class AccumulatedAutogradHistory(Rule):
     def reach(cls, survey: Survey) -> Reach:
         """The functions (not forward passes) where a value added or appended inside a loop is a call
         that may build a graph, or a name that ``.backward()`` is called on or that the same
-        function binds to such a call; those that show the names they use to be modules; and
-        those with a backward pass (which tells whether a returned accumulator is backpropagated), and those
-        that may turn gradients off (project decorators)."""
+        function binds to such a call, and those with a backward pass (which tells whether a returned accumulator is backpropagated).
+        Where gradients are off comes from the model."""
         producing = _GraphProducingCalls(survey)
         backward_names = {call.func.value.id for call in survey.method_calls("backward") if isinstance(call.func.value, ast.Name)}
         history_names = {
@@ -75,14 +73,10 @@ class AccumulatedAutogradHistory(Rule):
             ):
                 accumulating.append(statement)
         backward_passes = [call for call in survey.calls() if _may_start_backward(call, survey)]
-        learned_from = [*backward_passes, *grad_off_mentions(survey)]
-        return Reach.of(survey, accumulating).with_module_evidence(survey).around(survey, learned_from)
+        return Reach.of(survey, accumulating).around(survey, backward_passes)
 
     def _parent(self, node: cst.CSTNode) -> cst.CSTNode:
         return self.get_metadata(ParentNodeProvider, node)
-
-    def visit_Module(self, node: cst.Module) -> None:
-        self._grad_mode = GradMode(node, self._names, self.context.imports.star_modules)
 
     def _names(self, node: cst.CSTNode) -> set:
         return {q.name for q in self.get_metadata(scope.QualifiedNameProvider, node, set())}
@@ -116,7 +110,7 @@ class AccumulatedAutogradHistory(Rule):
         loop = self._data_loop(statement, accumulated) if accumulated is not None else None
         if accumulated is None or loop is None or self._grad_off(statement):
             return
-        analysis = analysis_for(self, self.context, statement)
+        analysis = self.context.analyses.of(self, statement)
         if analysis is None or _is_forward(analysis.node) or self._in_batch_helper(analysis.node):
             return
         if not self._carries_history(value, loop, analysis, statement) or self._backpropagated(accumulated, analysis):
@@ -181,16 +175,14 @@ class AccumulatedAutogradHistory(Rule):
         )
 
     def _grad_off(self, node: cst.CSTNode) -> bool:
-        """Whether ``node`` runs with gradients off (inside ``with torch.no_grad()`` or a function
-        decorated with it); False for nodes built by the analysis rather than parsed."""
-        current = self.get_metadata(ParentNodeProvider, node, None)
-        while current is not None and not isinstance(current, cst.Module):
-            if isinstance(current, cst.With) and self._grad_mode.guarded_with(current):
-                return True
-            if isinstance(current, cst.FunctionDef) and self._grad_mode.guarded_function(current):
-                return True
-            current = self.get_metadata(ParentNodeProvider, current, None)
-        return False
+        """Whether ``node`` always runs with gradients off, by the model: inside a grad-off ``with``
+        block or a function with a grad-off decorator, or in a function every call of which in the
+        module runs with gradients off."""
+        model = self.context.model
+        code_range = self.get_metadata(PositionProvider, node, None)
+        if model is None or code_range is None:
+            return False
+        return model.gradients_off_at(code_range.start.line, code_range.start.column)
 
     def _carries_history(self, value: cst.BaseExpression, loop: cst.CSTNode, analysis: ScopeAnalysis, at: cst.CSTNode) -> bool:
         """A name ``.backward()`` is called on inside the loop, or the output of a module, a criterion

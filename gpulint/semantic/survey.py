@@ -23,7 +23,7 @@ NodeType = TypeVar("NodeType", bound=ast.AST)
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (*_FUNCTIONS, ast.Lambda, ast.ClassDef)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
-_NAMED_CONSTANTS = {True: "True", False: "False", None: "None"}
+_NAMED_CONSTANTS: Dict[Optional[bool], str] = {True: "True", False: "False", None: "None"}
 _MOVING_METHODS = frozenset({"cuda", "to", "eval", "train", "half", "float", "bfloat16", "requires_grad_"})
 
 
@@ -32,7 +32,7 @@ def ast_full_name(node: ast.AST) -> Optional[str]:
     (``a.b`` for ``a.b``, ``a().b`` and ``a[0].b``; ``None.b`` for ``(x + y).b``)."""
     if isinstance(node, ast.Name):
         return node.id
-    if isinstance(node, ast.Constant) and type(node.value) in (bool, type(None)):
+    if isinstance(node, ast.Constant) and (node.value is None or isinstance(node.value, bool)):
         return _NAMED_CONSTANTS[node.value]
     if isinstance(node, ast.Attribute):
         return f"{ast_full_name(node.value)}.{node.attr}"
@@ -94,10 +94,9 @@ class Survey:
             walk.function_of[id(node)] = function
             if inside_loop:
                 walk.in_loop.add(id(node))
-            if isinstance(node, _SCOPES):
-                children = (False, node)
-            else:
-                children = (inside_loop or isinstance(node, _LOOPS), scope)
+            children: Tuple[bool, ast.AST] = (False, node) if isinstance(node, _SCOPES) else (
+                inside_loop or isinstance(node, _LOOPS), scope
+            )
             if isinstance(node, _FUNCTIONS) and function is None:
                 walk.functions.append(node)
                 body = set(map(id, node.body))
@@ -150,10 +149,12 @@ class Survey:
 
     @cached_property
     def module_evidence(self) -> Dict[Optional[ast.AST], FrozenSet[str]]:
-        """For each outermost function (None: the module-level code), a superset of the dotted names
-        ``analysis.tensors.ModuleEvidence`` collects from it."""
+        """For each outermost function (None: the module-level code), the dotted names it shows to
+        be modules: receivers of ``nn.Module`` methods (``model.eval()``) and names bound to a
+        module built, moved or switched (``net = Net().cuda()``, ``head = nn.Linear(...)``)."""
         found: DefaultDict[Optional[ast.AST], Set[str]] = defaultdict(set)
         for call in self.method_calls(*MODULE_METHODS):
+            assert isinstance(call.func, ast.Attribute)
             found[self.function_of(call)].add(ast_dotted_name(call.func.value))  # type: ignore[arg-type]
         for assign in self.nodes(ast.Assign):
             if self._constructs_module(assign.value):
@@ -162,17 +163,9 @@ class Survey:
 
     @cached_property
     def modules(self) -> FrozenSet[str]:
-        """A superset of the dotted names ``analysis.tensors.ModuleEvidence`` collects."""
+        """The dotted names the file treats as modules, anywhere in it (what the per-scope analyses
+        read; ``analysis.tensors.ModuleEvidence`` learns the same from a LibCST tree)."""
         return frozenset().union(*self.module_evidence.values())
-
-    @cached_property
-    def dotted_names(self) -> Dict[Optional[ast.AST], FrozenSet[str]]:
-        """For each outermost function (None: the module-level code), every dotted name written in it."""
-        found: DefaultDict[Optional[ast.AST], Set[str]] = defaultdict(set)
-        for node_type in (ast.Name, ast.Attribute, ast.Constant):
-            for node in self.nodes(node_type):
-                found[self.function_of(node)].add(ast_dotted_name(node))  # type: ignore[arg-type]
-        return {function: frozenset(names - {None}) for function, names in found.items()}
 
     def _constructs_module(self, value: ast.expr) -> bool:
         moved = False

@@ -1,0 +1,262 @@
+"""Evaluation mode by binding: which models the code puts in evaluation mode, and which calls run
+their forward pass with gradients on.
+
+Each function (its lambdas and class bodies with it) and the module-level code are read in source
+order: ``model.eval()``, ``model.train(False)``, ``m = model.float().eval()`` put a value in
+evaluation mode, ``model.train()`` takes it out. A call whose mode the function does not set takes
+it from outside, decided over the whole module: a module-level model a function reads, a
+``self.<attr>`` that the class's methods only ever put in evaluation mode, a parameter that every
+call of the function in the module passes a model in evaluation mode (a fixed point over the call
+graph), the value of a call to a function that returns a model it put in evaluation mode.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Dict, FrozenSet, List, Optional, Set, Tuple, Union
+
+from gpulint.semantic.model import Function, Place, SemanticModel
+from gpulint.semantic.survey import ast_dotted_name, is_false_constant
+from gpulint.semantic.torch_api import MODULE_API
+
+FORWARD_METHODS = frozenset({"forward", "inference", "infer"})
+"""Methods that run a model's forward pass (``model.inference(x)`` in Tacotron-style models)."""
+MODE_PRESERVING = frozenset({"float", "half", "bfloat16", "double", "to", "cuda", "cpu", "eval", "requires_grad_"})
+"""Methods that return the module they are called on: ``model.float().eval()`` puts ``model`` in eval mode."""
+
+Owner = Union[ast.Module, ast.FunctionDef, ast.AsyncFunctionDef]
+ArgumentMode = Union[bool, Tuple["ScopeFacts", Place]]
+"""What a call passes at one position: a model known to be in evaluation mode there or not, or one
+whose mode comes from outside the caller."""
+
+
+@dataclass(eq=False)
+class ScopeFacts:
+    """What one function (or the module-level code) does with evaluation mode."""
+
+    node: Owner
+    function: Optional[Function]
+    mode: Dict[Place, bool] = field(default_factory=dict)
+    """Each value the code put in or out of evaluation mode, as it last left it."""
+    set_modes: Set[str] = field(default_factory=set)
+    """How the code spells the values whose mode it sets."""
+    forward_calls: List[ast.Call] = field(default_factory=list)
+    """Forward passes of models in evaluation mode, with gradients on."""
+    open_calls: List[Tuple[Place, ast.Call]] = field(default_factory=list)
+    """Calls with gradients on of values whose mode this code does not set."""
+    needs_gradients: bool = False
+    """The code calls ``backward``, an optimizer ``step`` or ``torch.autograd.grad``."""
+
+
+class EvaluationFacts:
+    """Evaluation-mode facts of one module, computed once."""
+
+    def __init__(self, model: SemanticModel) -> None:
+        self.model = model
+        self.scopes: List[ScopeFacts] = []
+        self.arguments: Dict[int, List[ArgumentMode]] = {}
+        """For each call site (by ``id`` of its node), what it passes at each positional argument."""
+        self.frozen: Set[Place] = set()
+        """Models frozen anywhere in the module (``model.requires_grad_(False)``)."""
+        self.class_modes: Dict[Place, List[bool]] = {}
+        """``self.<attr>`` of a class -> each mode its methods put it in."""
+        self._by_function: Dict[Function, ScopeFacts] = {}
+        _Walk(self).run()
+        self._resolve()
+
+    def facts_of(self, function: Function) -> Optional[ScopeFacts]:
+        return self._by_function.get(function)
+
+    @cached_property
+    def module_facts(self) -> ScopeFacts:
+        return next(facts for facts in self.scopes if isinstance(facts.node, ast.Module))
+
+    def _argument_in_eval(self, argument: ArgumentMode, decided: Dict[Tuple[Function, int], bool]) -> bool:
+        if isinstance(argument, bool):
+            return argument
+        facts, place = argument
+        return self._open_in_eval(facts, place, decided)
+
+    def _open_in_eval(self, facts: ScopeFacts, place: Place, decided: Dict[Tuple[Function, int], bool]) -> bool:
+        """Whether a value whose mode ``facts`` does not set is in evaluation mode by facts from
+        outside: the class, the callers, the module."""
+        function = facts.function
+        if function is None or function.name == "forward":
+            return False
+        binding = place.binding
+        if binding.scope.is_class and binding.name == "self":
+            modes = self.class_modes.get(place, [])
+            return bool(modes) and all(modes)
+        if binding.scope is function.scope and binding.name in function.scope.parameters:
+            if place.path or binding.name not in function.positional:
+                return False
+            return decided.get((function, function.positional.index(binding.name)), False)
+        if binding.scope is self.model.root:
+            return self.module_facts.mode.get(place) is True
+        return False
+
+    def _resolve(self) -> None:
+        """Parameters in evaluation mode at every call (a least fixed point), then the open calls."""
+        decided: Dict[Tuple[Function, int], bool] = {}
+        changed = True
+        while changed:
+            changed = False
+            for function in self.model.all_functions:
+                for index in range(len(function.positional)):
+                    if decided.get((function, index)):
+                        continue
+                    sites = [self.arguments.get(id(site.node), []) for site in function.calls]
+                    if sites and all(index < len(site) and self._argument_in_eval(site[index], decided) for site in sites):
+                        decided[(function, index)] = True
+                        changed = True
+        for facts in self.scopes:
+            resolved = [call for place, call in facts.open_calls if self._open_in_eval(facts, place, decided)]
+            if resolved:
+                facts.forward_calls = sorted([*facts.forward_calls, *resolved], key=lambda call: (call.lineno, call.col_offset))
+
+    def model_place(self, call: ast.Call) -> Optional[Place]:
+        """The model a forward call calls: ``model`` in ``model(x)``, ``model.forward(x)``, ``model.inference(x)``."""
+        func = call.func
+        target = func.value if isinstance(func, ast.Attribute) and func.attr in FORWARD_METHODS else func
+        return self.model.place(target)
+
+
+def model_name(call: ast.Call) -> Optional[str]:
+    """How the code spells the model a forward call calls."""
+    func = call.func
+    return ast_dotted_name(func.value if isinstance(func, ast.Attribute) and func.attr in FORWARD_METHODS else func)
+
+
+def module_of(node: ast.expr) -> ast.expr:
+    """``model`` in ``model.float().to(device)``: calls that return the module they are called on."""
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MODE_PRESERVING:
+        node = node.func.value
+    return node
+
+
+class _Walk(ast.NodeVisitor):
+    """Reads each function and the module-level code in source order."""
+
+    def __init__(self, facts: EvaluationFacts) -> None:
+        self.facts = facts
+        self.model = facts.model
+        self.stack: List[ScopeFacts] = []
+        self.guards = 0
+
+    def run(self) -> None:
+        self._enter(self.model.tree, None)
+        for statement in self.model.tree.body:
+            self.visit(statement)
+        self.stack.pop()
+
+    def _enter(self, node: Owner, function: Optional[Function]) -> ScopeFacts:
+        scope = ScopeFacts(node, function)
+        self.facts.scopes.append(scope)
+        if function is not None:
+            self.facts._by_function[function] = scope
+        self.stack.append(scope)
+        return scope
+
+    def _function(self, node: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> None:
+        function = self.model.function(node)
+        assert function is not None
+        for child in (*node.decorator_list, *node.args.defaults, *node.args.kw_defaults):
+            if child is not None:
+                self.visit(child)
+        guarded = self.model.guarded_function(function)
+        self._enter(node, function)
+        self.guards += guarded
+        for statement in node.body:
+            self.visit(statement)
+        self.guards -= guarded
+        self.stack.pop()
+
+    visit_FunctionDef = _function
+    visit_AsyncFunctionDef = _function
+
+    def _with(self, node: Union[ast.With, ast.AsyncWith]) -> None:
+        guarded = self.model.guarded_with(node)
+        self.guards += guarded
+        self.generic_visit(node)
+        self.guards -= guarded
+
+    visit_With = _with
+    visit_AsyncWith = _with
+
+    def _set_mode(self, node: ast.expr, evaluating: bool) -> None:
+        place = self.model.place(node)
+        if place is None:
+            return
+        facts = self.stack[-1]
+        facts.mode[place] = evaluating
+        facts.set_modes.add(ast_dotted_name(node) or "")
+        if place.binding.scope.is_class and place.binding.name == "self" and place.path:
+            self.facts.class_modes.setdefault(place, []).append(evaluating)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        value = node.value
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "eval":
+            for target in node.targets:
+                if ast_dotted_name(target):
+                    place = self.model.place(target)
+                    if place is not None:
+                        self.stack[-1].mode[place] = True
+                        self.stack[-1].set_modes.add(ast_dotted_name(target) or "")
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        facts = self.stack[-1]
+        func = node.func
+        if self.model.needs_gradients(node):
+            facts.needs_gradients = True
+        if isinstance(func, ast.Attribute):
+            method = func.attr
+            receiver = module_of(func.value)
+            if ast_dotted_name(receiver) is not None:
+                if method in ("eval", "train"):
+                    evaluating = not node.args if method == "eval" else bool(node.args) and is_false_constant(node.args[0])
+                    self._set_mode(receiver, evaluating)
+                elif method == "requires_grad_" and node.args and is_false_constant(node.args[0]):
+                    place = self.model.place(receiver)
+                    if place is not None:
+                        self.facts.frozen.add(place)
+                elif method in FORWARD_METHODS and not self.guards:
+                    self._forward_call(facts, self.model.place(receiver), node)
+        if ast_dotted_name(func) is not None and not self.guards:
+            self._forward_call(facts, self.model.place(func), node)
+        site = self.model.site_of.get(id(node))
+        if site is not None and site.callee is not None:
+            self.facts.arguments[id(node)] = [self._argument(facts, argument) for _, argument in self.model.positional_arguments(site)]
+        self.generic_visit(node)
+
+    def _argument(self, facts: ScopeFacts, argument: ast.expr) -> ArgumentMode:
+        place = self.model.place(argument)
+        if place is None:
+            return False
+        if place in facts.mode:
+            return facts.mode[place]
+        return (facts, place)
+
+    def _forward_call(self, facts: ScopeFacts, place: Optional[Place], call: ast.Call) -> None:
+        """A call with gradients on: a forward pass if the code put the model (or ``self``, whose
+        submodule it is) in evaluation mode; left open if it never set its mode."""
+        if place is None:
+            return
+        if facts.mode.get(place) or (place not in facts.mode and self._submodule_of_evaluating_self(facts, place)):
+            facts.forward_calls.append(call)
+        elif place not in facts.mode:
+            facts.open_calls.append((place, call))
+
+    def _submodule_of_evaluating_self(self, facts: ScopeFacts, place: Place) -> bool:
+        """``self.decoder`` after ``self.eval()`` in the same method (not one of the class's methods)."""
+        binding = place.binding
+        if not (binding.scope.is_class and binding.name == "self") or place.path.count(".") != 1:
+            return False
+        if not facts.mode.get(Place(binding)):
+            return False
+        attribute = place.path[1:]
+        owner = facts.function.owner if facts.function is not None else None
+        methods: FrozenSet[str] = frozenset(owner.methods) if owner is not None else frozenset()
+        return attribute not in methods and attribute not in MODULE_API

@@ -1,0 +1,396 @@
+"""The semantic model of one module: built once on Python's ``ast`` before any rule runs.
+
+On top of the survey (nodes by type, imports, qualified names) it holds the scopes and bindings
+(:mod:`gpulint.semantic.scopes`), the module's functions and classes with their methods, the call
+graph inside the module (calls resolved by binding: ``f(x)`` to the ``def f`` that name holds,
+``self.m(x)`` to the method of the class), where gradients are off (grad-off contexts and
+decorators, project-defined wrappers resolved through their own definitions), and per-function
+summaries computed to a fixed point over the call graph. Rules read these facts; nothing here
+knows of rules.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Dict, FrozenSet, Iterator, List, Optional, Tuple, Type, TypeVar, Union
+
+from gpulint.semantic import torch_api
+from gpulint.semantic.scopes import FUNCTIONS, Binding, Scope, build_scopes
+from gpulint.semantic.survey import Survey, ast_dotted_name, is_false_constant
+
+FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+Derived = TypeVar("Derived")
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+GRAD_OFF_WORDS = ("no_grad", "inference_mode")
+"""Words that make an imported decorator of unknown definition count as turning gradients off
+(``smart_inference_mode``)."""
+TRAINING_METHODS = frozenset({"backward", "step"})
+"""Methods whose call shows a function needs gradients (``loss.backward()``, ``optimizer.step()``)."""
+
+
+@dataclass(eq=False)
+class Function:
+    """A ``def`` of the module."""
+
+    node: FunctionNode
+    scope: Scope
+    owner: Optional["Class"] = None
+    """The class whose body defines it (a method)."""
+    calls: List["CallSite"] = field(default_factory=list)
+    """The calls of this function in the module that resolve to it by binding."""
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+    @property
+    def receiver(self) -> Optional[str]:
+        """The name of ``self`` in a method (its first positional parameter), else None."""
+        if self.owner is None or not self.scope.positional:
+            return None
+        if any(ast_dotted_name(d) in ("staticmethod", "classmethod") for d in self.node.decorator_list):
+            return None
+        return self.scope.positional[0]
+
+    @property
+    def positional(self) -> List[str]:
+        """The parameters a caller fills positionally (``self`` left out of a method)."""
+        return self.scope.positional[1:] if self.receiver is not None else self.scope.positional
+
+
+@dataclass(eq=False)
+class Class:
+    node: ast.ClassDef
+    scope: Scope
+    methods: Dict[str, Function] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Place:
+    """A value by binding: a name's binding and an attribute path below it (``model.encoder``:
+    the binding of ``model`` and ``.encoder``). ``self.<attr>`` in a method is keyed by the class."""
+
+    binding: Binding
+    path: str = ""
+
+    @property
+    def is_attribute(self) -> bool:
+        return bool(self.path)
+
+
+@dataclass(eq=False)
+class CallSite:
+    """One call of the module: where it is, whether gradients are off around it, what it calls."""
+
+    node: ast.Call
+    caller: Optional[Function]
+    """The innermost function around the call; None at module level or in a class body."""
+    guarded: bool
+    """Lexically inside a grad-off ``with`` block or a function with a grad-off decorator."""
+    callee: Optional[Function] = None
+
+
+class SemanticModel(Survey):
+    """Every fact about one module that rules share, each computed on first use."""
+
+    def __init__(self, tree: ast.Module, source: str) -> None:
+        super().__init__(tree, source)
+        self.root, self._scope_of = build_scopes(tree)
+        self._derived: Dict[type, Any] = {}
+
+    def derived(self, kind: Type[Derived]) -> Derived:
+        """The analysis ``kind(model)`` of this module, built on first request and shared."""
+        if kind not in self._derived:
+            self._derived[kind] = kind(self)  # type: ignore[call-arg]
+        return self._derived[kind]  # type: ignore[no-any-return]
+
+    @cached_property
+    def _lines(self) -> List[str]:
+        return _LINE_BREAK.split(self.source)
+
+    def _column(self, line: int, byte_column: int) -> int:
+        text = self._lines[line - 1] if line <= len(self._lines) else ""
+        return byte_column if text.isascii() else len(text.encode("utf-8")[:byte_column].decode("utf-8", "replace"))
+
+    def span(self, node: ast.AST) -> Tuple[int, int, int, int]:
+        """Where a node starts and ends: lines from 1, columns in characters from 0 (as LibCST's
+        ``PositionProvider`` gives them for the same node, unparenthesised)."""
+        line, column = node.lineno, node.col_offset  # type: ignore[attr-defined]
+        end_line, end_column = node.end_lineno, node.end_col_offset  # type: ignore[attr-defined]
+        return line, self._column(line, column), end_line, self._column(end_line, end_column)
+
+    # Scopes, bindings and places.
+
+    def scope_at(self, node: ast.AST) -> Scope:
+        """The scope ``node`` is evaluated in."""
+        return self._scope_of.get(id(node), self.root)
+
+    def place(self, node: ast.AST) -> Optional[Place]:
+        """The value a name or attribute chain denotes, by binding; None for anything else."""
+        dotted = ast_dotted_name(node)
+        if dotted is None:
+            return None
+        base, _, rest = dotted.partition(".")
+        scope = self.scope_at(node)
+        binding = scope.resolve(base)
+        method = self.function_of_scope(binding.scope)
+        if method is not None and method.owner is not None and base == method.receiver and binding.scope is method.scope:
+            return Place(Binding(method.owner.scope, "self"), "." + rest if rest else "")
+        return Place(binding, "." + rest if rest else "")
+
+    # Functions, classes and the call graph.
+
+    @cached_property
+    def _definitions(self) -> Tuple[Dict[int, Function], Dict[int, Class]]:
+        functions: Dict[int, Function] = {}
+        classes: Dict[int, Class] = {}
+        for scope in self.root.walk():
+            if isinstance(scope.node, ast.ClassDef):
+                classes[id(scope.node)] = Class(scope.node, scope)
+        for scope in self.root.walk():
+            if isinstance(scope.node, FUNCTIONS):
+                parent = scope.parent
+                owner = classes.get(id(parent.node)) if parent is not None else None
+                function = Function(scope.node, scope, owner)
+                functions[id(scope.node)] = function
+                if owner is not None:
+                    owner.methods[function.name] = function
+        return functions, classes
+
+    @property
+    def all_functions(self) -> List[Function]:
+        return list(self._definitions[0].values())
+
+    def function(self, node: ast.AST) -> Optional[Function]:
+        return self._definitions[0].get(id(node))
+
+    def function_of_scope(self, scope: Scope) -> Optional[Function]:
+        return self._definitions[0].get(id(scope.node))
+
+    def innermost_function(self, node: ast.AST) -> Optional[Function]:
+        """The function whose body ``node`` is in (through lambdas, comprehensions and class bodies)."""
+        scope: Optional[Scope] = self.scope_at(node)
+        while scope is not None:
+            found = self.function_of_scope(scope)
+            if found is not None:
+                return found
+            scope = scope.parent
+        return None
+
+    def definition(self, binding: Binding) -> Optional[Function]:
+        """The ``def`` that binds this name in its scope, if one does (the last one)."""
+        found = None
+        for child in binding.scope.children:
+            if isinstance(child.node, FUNCTIONS) and child.node.name == binding.name:
+                found = self.function_of_scope(child)
+        return found
+
+    def callee(self, call: ast.Call) -> Optional[Function]:
+        """The function of this module a call calls, by binding: ``f(x)``, and ``self.m(x)`` in a
+        method of the class (or of a class of the module it derives from)."""
+        func = call.func
+        if isinstance(func, ast.Name):
+            return self.definition(self.scope_at(func).resolve(func.id))
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            place = self.place(func.value)
+            if place is not None and place.binding.name == "self" and not place.path and place.binding.scope.is_class:
+                return self._method(place.binding.scope.node, func.attr)
+        return None
+
+    def _method(self, node: ast.AST, name: str, seen: FrozenSet[int] = frozenset()) -> Optional[Function]:
+        owner = self._definitions[1].get(id(node))
+        if owner is None or id(node) in seen:
+            return None
+        if name in owner.methods:
+            return owner.methods[name]
+        for base in owner.node.bases:
+            if isinstance(base, ast.Name):
+                definition = self.scope_at(base).resolve(base.id)
+                for child in definition.scope.children:
+                    if isinstance(child.node, ast.ClassDef) and child.node.name == base.id:
+                        found = self._method(child.node, name, seen | {id(node)})
+                        if found is not None:
+                            return found
+        return None
+
+    @cached_property
+    def call_sites(self) -> List[CallSite]:
+        """Every call of the module, in source order, with its callee resolved by binding."""
+        sites: List[CallSite] = []
+        walker = _CallWalker(self, sites)
+        walker.visit(self.tree)
+        for site in sites:
+            site.callee = self.callee(site.node)
+            if site.callee is not None:
+                site.callee.calls.append(site)
+        return sites
+
+    @cached_property
+    def site_of(self) -> Dict[int, CallSite]:
+        return {id(site.node): site for site in self.call_sites}
+
+    # Where gradients are off.
+
+    def qualified(self, node: ast.AST) -> FrozenSet[str]:
+        """Qualified names an import may give ``node``, with a bare name that no import binds
+        taken from ``from torch import *``."""
+        return self.qualified_names(node)
+
+    def turns_grad_off(self, expression: ast.AST) -> bool:
+        """``torch.no_grad()``, ``torch.no_grad`` (a decorator), ``torch.inference_mode()``,
+        ``torch.set_grad_enabled(False)``, under any import form. ``set_grad_enabled(flag)`` with a
+        flag only known at run time counts too: the code manages grad mode itself."""
+        call = expression if isinstance(expression, ast.Call) else None
+        names = self.qualified(call.func if call is not None else expression)
+        if names and names <= torch_api.GRAD_OFF:
+            return call is None or not call.args or not is_false_constant(call.args[0])
+        if call is not None and names and names <= torch_api.SET_GRAD_ENABLED and call.args:
+            value = call.args[0]
+            return not (isinstance(value, ast.Constant) and value.value is True)
+        return False
+
+    @cached_property
+    def grad_off_helpers(self) -> FrozenSet[Function]:
+        """Functions of the module that turn gradients off for what they wrap: their body names a
+        grad-off context (``return torch.inference_mode()``), or another such function."""
+        mentions: Dict[Function, List[ast.AST]] = {}
+        for function in self.all_functions:
+            outermost = function
+            while True:
+                around = self.innermost_function(outermost.node)
+                if around is None:
+                    break
+                outermost = around
+            mentions.setdefault(outermost, [])
+            for statement in function.node.body:
+                mentions[outermost].extend(
+                    node for node in ast.walk(statement) if isinstance(node, (ast.Call, ast.Attribute, ast.Name))
+                )
+        helpers = {function for function, nodes in mentions.items() if any(map(self.turns_grad_off, nodes))}
+        changed = True
+        while changed:
+            changed = False
+            for function, nodes in mentions.items():
+                if function not in helpers and any(
+                    isinstance(node, ast.Name) and self.definition(self.scope_at(node).resolve(node.id)) in helpers
+                    for node in nodes
+                ):
+                    helpers.add(function)
+                    changed = True
+        return frozenset(helpers)
+
+    def guarded_function(self, function: Function) -> bool:
+        """Whether a decorator runs the function's body with gradients off: a grad-off decorator,
+        a function of this module that turns gradients off (not the function itself), or an
+        imported decorator whose name says it does (``smart_inference_mode``)."""
+        for decorator in function.node.decorator_list:
+            if self.turns_grad_off(decorator):
+                return True
+            target = decorator.func if isinstance(decorator, ast.Call) else decorator
+            if isinstance(target, ast.Name):
+                helper = self.definition(self.scope_at(target).resolve(target.id))
+                if helper is not None and helper is not function and helper in self.grad_off_helpers:
+                    return True
+            name = target.attr if isinstance(target, ast.Attribute) else target.id if isinstance(target, ast.Name) else None
+            if name is not None and any(word in name for word in GRAD_OFF_WORDS):
+                return True
+        return False
+
+    def guarded_with(self, node: Union[ast.With, ast.AsyncWith]) -> bool:
+        return any(self.turns_grad_off(item.context_expr) for item in node.items)
+
+    @cached_property
+    def runs_without_grad(self) -> FrozenSet[Function]:
+        """Functions whose body always runs with gradients off: a grad-off decorator, or every call
+        of it in the module (at least one) made with gradients off, lexically or from a function
+        that always runs with them off (a fixed point over the call graph)."""
+        found = {function for function in self.all_functions if self.guarded_function(function)}
+        self.call_sites
+        changed = True
+        while changed:
+            changed = False
+            for function in self.all_functions:
+                if function not in found and function.calls and all(
+                    site.guarded or (site.caller is not None and site.caller in found) for site in function.calls
+                ):
+                    found.add(function)
+                    changed = True
+        return frozenset(found)
+
+    @cached_property
+    def _grad_off_regions(self) -> List[Tuple[Tuple[int, int], Tuple[int, int]]]:
+        blocks: List[Union[ast.With, ast.AsyncWith]] = [*self.nodes(ast.With), *self.nodes(ast.AsyncWith)]
+        regions: List[ast.AST] = [block for block in blocks if self.guarded_with(block)]
+        regions += [function.node for function in self.runs_without_grad]
+        return sorted(((line, column), (end_line, end_column)) for line, column, end_line, end_column in map(self.span, regions))
+
+    def gradients_off_at(self, line: int, column: int) -> bool:
+        """Whether code at this place (line from 1, column in characters from 0) always runs with
+        gradients off: inside a grad-off ``with`` block, or in a function that always runs with
+        them off (:attr:`runs_without_grad`)."""
+        return any(start <= (line, column) < end for start, end in self._grad_off_regions)
+
+    @cached_property
+    def trains(self) -> bool:
+        """Whether anything in the module calls ``backward``, an optimizer ``step`` or ``torch.autograd.grad``."""
+        return any(self.needs_gradients(site.node) for site in self.call_sites)
+
+    def needs_gradients(self, call: ast.Call) -> bool:
+        """``x.backward()``, ``x.step()``, ``torch.autograd.grad(...)``."""
+        func = call.func
+        return isinstance(func, ast.Attribute) and (
+            func.attr in TRAINING_METHODS or self.qualified(func) == {"torch.autograd.grad"}
+        )
+
+    def positional_arguments(self, site: CallSite) -> Iterator[Tuple[int, ast.expr]]:
+        """``(index, argument)`` for the positional arguments of a call, up to the first ``*args``."""
+        for index, argument in enumerate(site.node.args):
+            if isinstance(argument, ast.Starred):
+                return
+            yield index, argument
+
+
+class _CallWalker(ast.NodeVisitor):
+    """Lists a module's calls in source order, with the function around each and whether a
+    grad-off context or decorator is lexically around it."""
+
+    def __init__(self, model: SemanticModel, sites: List[CallSite]) -> None:
+        self.model = model
+        self.sites = sites
+        self.guards = 0
+        self.functions: List[Function] = []
+
+    def _function(self, node: FunctionNode) -> None:
+        function = self.model.function(node)
+        assert function is not None
+        guarded = self.model.guarded_function(function)
+        for child in (*node.decorator_list, *node.args.defaults, *node.args.kw_defaults):
+            if child is not None:
+                self.visit(child)
+        self.functions.append(function)
+        self.guards += guarded
+        for statement in node.body:
+            self.visit(statement)
+        self.guards -= guarded
+        self.functions.pop()
+
+    visit_FunctionDef = _function
+    visit_AsyncFunctionDef = _function
+
+    def _with(self, node: Union[ast.With, ast.AsyncWith]) -> None:
+        guarded = self.model.guarded_with(node)
+        self.guards += guarded
+        self.generic_visit(node)
+        self.guards -= guarded
+
+    visit_With = _with
+    visit_AsyncWith = _with
+
+    def visit_Call(self, node: ast.Call) -> None:
+        caller = self.functions[-1] if self.functions else None
+        self.sites.append(CallSite(node, caller, self.guards > 0))
+        self.generic_visit(node)
