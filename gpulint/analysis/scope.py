@@ -12,6 +12,7 @@ from gpulint.analysis import cfg, dataflow
 from gpulint.analysis.cfg import ControlFlowGraph, Step
 from gpulint.analysis.escapes import escaping_names
 from gpulint.analysis.tensors import ModuleEvidence, TensorLikeness, dotted_name
+from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.torch_api import WEIGHT_ATTRIBUTES, is_loss_module
 
 METADATA_DEPENDENCIES = (
@@ -61,7 +62,13 @@ def _declared(node: ScopeNode) -> FrozenSet[str]:
 class ScopeAnalysis:
     """Control flow, liveness, binding, escapes and tensor-likeness for one module or function body."""
 
-    def __init__(self, owner: MetadataDependent, node: ScopeNode, modules: FrozenSet[str]) -> None:
+    def __init__(
+        self,
+        owner: MetadataDependent,
+        node: ScopeNode,
+        modules: FrozenSet[str],
+        helper_outputs: FrozenSet[Tuple[int, int, int, int]] = frozenset(),
+    ) -> None:
         self.owner = owner
         self.node = node
         self.is_module = isinstance(node, cst.Module)
@@ -73,9 +80,21 @@ class ScopeAnalysis:
         self.live_after = dataflow.live_after(self.graph)
         self.definitely_bound = dataflow.definitely_bound(self.graph)
         self.maybe_bound = dataflow.maybe_bound(self.graph)
-        self.tensors = TensorLikeness(self._qualified_names, modules, self._backward_names())
+        self.helper_outputs = helper_outputs
+        """Where calls of the module's own functions return a forward output (spans of their ``func``)."""
+        self.tensors = TensorLikeness(self._qualified_names, modules, self._backward_names(), self.calls_helper_output)
         self._learn_tensor_names()
         self.holding = self._holding_tensors()
+
+    def calls_helper_output(self, call: cst.Call) -> bool:
+        """Whether ``call`` calls a function of the module that returns a forward output."""
+        if not self.helper_outputs:
+            return False
+        code_range = self.owner.get_metadata(PositionProvider, call.func, None)
+        if code_range is None:
+            return False
+        start, end = code_range.start, code_range.end
+        return (start.line, start.column, end.line, end.column) in self.helper_outputs
 
     def _qualified_names(self, node: cst.CSTNode) -> set:
         return {q.name for q in self.owner.get_metadata(QualifiedNameProvider, node, set())}
@@ -364,9 +383,10 @@ def enclosing_scope_node(owner: MetadataDependent, node: cst.CSTNode) -> Optiona
 class ScopeAnalyses:
     """The scope analyses of one file, each built on first request and shared by every rule."""
 
-    def __init__(self, module: cst.Module, modules: Optional[FrozenSet[str]]) -> None:
+    def __init__(self, module: cst.Module, model: Optional[SemanticModel]) -> None:
         self.module = module
-        self.modules = modules
+        self.model = model
+        self.modules = model.modules if model is not None else None
         """The dotted names the file treats as modules (from the semantic model; None: learn them
         from the LibCST tree, where Python's own parser rejects the file)."""
         self._built: Dict[ScopeNode, ScopeAnalysis] = {}
@@ -381,5 +401,6 @@ class ScopeAnalyses:
                 evidence = ModuleEvidence(lambda n: {q.name for q in owner.get_metadata(QualifiedNameProvider, n, set())})
                 self.module.visit(evidence)
                 self.modules = frozenset(evidence.modules)
-            self._built[scope_node] = ScopeAnalysis(owner, scope_node, self.modules)
+            helper_outputs = self.model.forward_output_calls if self.model is not None else frozenset()
+            self._built[scope_node] = ScopeAnalysis(owner, scope_node, self.modules, helper_outputs)
         return self._built[scope_node]

@@ -131,9 +131,18 @@ class ModuleEvidence(cst.CSTVisitor):
 class TensorLikeness:
     """Decides whether expressions of one scope are tensor-like."""
 
-    def __init__(self, qualified_names: QualifiedNames, modules: Iterable[str], backward_names: Iterable[str]) -> None:
+    def __init__(
+        self,
+        qualified_names: QualifiedNames,
+        modules: Iterable[str],
+        backward_names: Iterable[str],
+        helper_output: Callable[[cst.Call], bool] = lambda call: False,
+    ) -> None:
         self.qualified_names = qualified_names
         self.modules: FrozenSet[str] = frozenset(modules)
+        self.helper_output = helper_output
+        """Whether a call calls a function of the module that returns a forward output (from the
+        semantic model's summaries)."""
         self.backward_names: FrozenSet[str] = frozenset(backward_names)
         self.names: Set[str] = set(self.backward_names)
 
@@ -213,6 +222,8 @@ class TensorLikeness:
                 return True
         if self.is_module(func) or (isinstance(func, cst.Name) and func.value in (self.names if holding is None else holding)):
             return True
+        if self.helper_output(node):
+            return True
         qualified = self.qualified_names(func)
         if qualified and qualified <= LOADERS:
             location = _keyword(node, "map_location", 1)
@@ -262,7 +273,7 @@ class TensorLikeness:
                 floating = dtype is None or (dotted_name(dtype) or "").split(".")[-1] in FLOAT_DTYPES
                 return floating and not _names_cpu(device)
             return any(self.holds_device_memory(arg.value, holding) for arg in node.args)
-        if self.is_module(func):
+        if self.is_module(func) or self.helper_output(node):
             return True
         if isinstance(func, cst.Attribute):
             method = func.attr.value

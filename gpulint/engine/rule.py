@@ -51,7 +51,7 @@ class FileContext:
     def analyses(self) -> ScopeAnalyses:
         """The file's per-scope analyses, shared by the rules that read them."""
         if self._analyses is None:
-            self._analyses = ScopeAnalyses(self.module, self.model.modules if self.model is not None else None)
+            self._analyses = ScopeAnalyses(self.module, self.model)
         return self._analyses
 
     @property

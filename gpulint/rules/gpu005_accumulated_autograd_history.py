@@ -16,6 +16,7 @@ from gpulint.analysis.tensors import dotted_name, subexpressions
 from gpulint.engine.diagnostics import Applicability, FixOutcome, NoFix
 from gpulint.engine.reach import Reach
 from gpulint.engine.rule import FixAvailability, Rule
+from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.survey import Survey, argument_values, ast_dotted_name
 from gpulint.semantic.torch_api import AUTOGRAD_ENTRY_POINTS, is_loss_module, is_torch_tensor_function
 
@@ -213,10 +214,21 @@ class AccumulatedAutogradHistory(Rule):
         func = call.func
         if analysis.tensors.is_module(func) or dotted_name(func) in analysis.criteria:
             return True
+        if analysis.calls_helper_output(call) and self._helper_may_keep_gradients(call):
+            return True
         names = self._names(func)
         return any(q.startswith("torch.nn.functional.") for q in names) or (
             isinstance(func, cst.Attribute) and func.attr.value == "forward" and analysis.tensors.is_module(func.value)
         ) or any(is_torch_tensor_function(q) and q.endswith("_loss") for q in names)
+
+    def _helper_may_keep_gradients(self, call: cst.Call) -> bool:
+        """Whether the function ``call`` calls may run with gradients on (its output then carries history)."""
+        model = self.context.model
+        code_range = self.get_metadata(PositionProvider, call.func, None)
+        if model is None or code_range is None:
+            return False
+        start, end = code_range.start, code_range.end
+        return (start.line, start.column, end.line, end.column) in model.forward_output_calls_with_grad
 
     @staticmethod
     def _outlives_iteration(accumulated: str, loop: cst.CSTNode) -> bool:
@@ -254,6 +266,8 @@ class _GraphProducingCalls:
         if ast_dotted_name(func) in self.survey.modules | self.criteria:
             return True
         if isinstance(func, ast.Attribute) and func.attr == "forward" and ast_dotted_name(func.value) in self.survey.modules:
+            return True
+        if isinstance(self.survey, SemanticModel) and self.survey.span(func) in self.survey.forward_output_calls_with_grad:
             return True
         return any(
             q.startswith("torch.nn.functional.") or (is_torch_tensor_function(q) and q.endswith("_loss"))

@@ -15,7 +15,7 @@ import ast
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Dict, FrozenSet, Iterator, List, Optional, Tuple, Type, TypeVar, Union
+from typing import Any, Dict, FrozenSet, Iterator, List, Optional, Set, Tuple, Type, TypeVar, Union
 
 from gpulint.semantic import torch_api
 from gpulint.semantic.scopes import FUNCTIONS, Binding, Scope, build_scopes
@@ -335,6 +335,75 @@ class SemanticModel(Survey):
         return any(start <= (line, column) < end for start, end in self._grad_off_regions)
 
     @cached_property
+    def returns_forward_output(self) -> FrozenSet[Function]:
+        """Functions that return a model's forward output, or a value computed from one (an
+        attribute, an item, arithmetic): ``return self.model(x).logits``, ``out = model(x);
+        return out``, or the value of another such function (a fixed point over the call graph)."""
+        self.call_sites
+        found: Set[Function] = set()
+        changed = True
+        while changed:
+            changed = False
+            for function in self.all_functions:
+                if function not in found and self._returns_forward_output(function, found):
+                    found.add(function)
+                    changed = True
+        return frozenset(found)
+
+    def _returns_forward_output(self, function: Function, found: Set[Function]) -> bool:
+        own = [node for node in _own_nodes(function.node)]
+        outputs: Set[str] = set()
+        changed = True
+        while changed:
+            changed = False
+            for node in own:
+                if isinstance(node, ast.Assign) and self._forward_output(node.value, outputs, found):
+                    for target in node.targets:
+                        if isinstance(target, ast.Name) and target.id not in outputs:
+                            outputs.add(target.id)
+                            changed = True
+        return any(
+            isinstance(node, ast.Return) and node.value is not None and self._forward_output(node.value, outputs, found)
+            for node in own
+        )
+
+    def _forward_output(self, node: ast.expr, outputs: Set[str], found: Set[Function]) -> bool:
+        if isinstance(node, ast.Name):
+            return node.id in outputs
+        if isinstance(node, (ast.Attribute, ast.Subscript)):
+            if isinstance(node, ast.Attribute) and node.attr in torch_api.NON_TENSOR_ATTRIBUTES:
+                return False
+            return self._forward_output(node.value, outputs, found)
+        if isinstance(node, ast.BinOp):
+            return self._forward_output(node.left, outputs, found) or self._forward_output(node.right, outputs, found)
+        if isinstance(node, ast.Call):
+            func = node.func
+            if ast_dotted_name(func) in self.modules:
+                return True
+            if isinstance(func, ast.Attribute) and func.attr == "forward" and ast_dotted_name(func.value) in self.modules:
+                return True
+            site = self.site_of.get(id(node))
+            return site is not None and site.callee in found
+        return False
+
+    @cached_property
+    def forward_output_calls(self) -> FrozenSet[Tuple[int, int, int, int]]:
+        """Where the module calls a function of its own that returns a forward output (the span of
+        each such call's ``func``, as :meth:`span` gives it)."""
+        return frozenset(
+            self.span(site.node.func) for site in self.call_sites if site.callee in self.returns_forward_output
+        )
+
+    @cached_property
+    def forward_output_calls_with_grad(self) -> FrozenSet[Tuple[int, int, int, int]]:
+        """:attr:`forward_output_calls` to functions that may run with gradients on (their output
+        may carry autograd history)."""
+        return frozenset(
+            self.span(site.node.func) for site in self.call_sites
+            if site.callee in self.returns_forward_output and site.callee not in self.runs_without_grad
+        )
+
+    @cached_property
     def trains(self) -> bool:
         """Whether anything in the module calls ``backward``, an optimizer ``step`` or ``torch.autograd.grad``."""
         return any(self.needs_gradients(site.node) for site in self.call_sites)
@@ -394,3 +463,13 @@ class _CallWalker(ast.NodeVisitor):
         caller = self.functions[-1] if self.functions else None
         self.sites.append(CallSite(node, caller, self.guards > 0))
         self.generic_visit(node)
+
+
+def _own_nodes(function: FunctionNode) -> Iterator[ast.AST]:
+    """The nodes of a function's body outside the functions, lambdas and classes defined in it."""
+    stack: List[ast.AST] = list(function.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, (*FUNCTIONS, ast.Lambda, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))
