@@ -7,7 +7,7 @@ the bound (or updated) name hold some of ``m``'s tensors.
 
 from __future__ import annotations
 
-from typing import Iterable, List, Set
+from typing import Iterable, List, Optional, Set
 
 import libcst as cst
 
@@ -71,7 +71,7 @@ class AliasGroup:
         """Whether a comprehension's elements hold the group's tensors: its loop variables do when
         they iterate over the group, and then it depends on the element expression."""
         holding = []
-        generator = node.for_in
+        generator: Optional[cst.CompFor] = node.for_in
         while generator is not None:
             if self.derives(generator.iter):
                 holding.extend(bound_names(generator.target))
@@ -79,9 +79,14 @@ class AliasGroup:
         added = [name for name in holding if name not in self.names]
         if not holding:
             return False
+        element = node.value if isinstance(node, cst.DictComp) else node.elt if isinstance(
+            node, (cst.ListComp, cst.SetComp, cst.GeneratorExp)
+        ) else None
+        if element is None:
+            return False
         self.names.update(added)
         try:
-            return self.derives(node.value if isinstance(node, cst.DictComp) else node.elt)
+            return self.derives(element)
         finally:
             self.names.difference_update(added)
 

@@ -35,7 +35,7 @@ def _parameter_names(node: ScopeNode) -> Tuple[str, ...]:
 
 def _declared(node: ScopeNode) -> FrozenSet[str]:
     """Names declared ``global`` or ``nonlocal`` in this scope, or ``nonlocal`` in a nested one."""
-    found = set()
+    found: Set[str] = set()
 
     class Declarations(cst.CSTVisitor):
         def __init__(self) -> None:
@@ -75,7 +75,9 @@ class ScopeAnalysis:
         self.parameters = _parameter_names(node)
         body = node if isinstance(node, cst.Module) else node.body
         self.graph = ControlFlowGraph(owner, body, self.parameters)
-        self.scope: Scope = owner.get_metadata(ScopeProvider, body if self.is_module else node.body)
+        scope = owner.get_metadata(ScopeProvider, body)
+        assert scope is not None
+        self.scope: Scope = scope
         self.escaping = escaping_names(self.scope, _declared(node))
         self.live_after = dataflow.live_after(self.graph)
         self.definitely_bound = dataflow.definitely_bound(self.graph)
@@ -106,13 +108,15 @@ class ScopeAnalysis:
         names = []
         for statement in self._small_statements():
             if m_backward(statement):
+                assert isinstance(statement, cst.Expr) and isinstance(statement.value, cst.Call)
+                assert isinstance(statement.value.func, cst.Attribute) and isinstance(statement.value.func.value, cst.Name)
                 names.append(statement.value.func.value.value)
         return names
 
     def _bindings(self, statement: cst.CSTNode) -> List[Tuple[str, Optional[cst.BaseExpression]]]:
         """(name, value) for each name a small statement binds; value None when not a plain binding."""
         if isinstance(statement, cst.Assign):
-            found = []
+            found: List[Tuple[str, Optional[cst.BaseExpression]]] = []
             for target in statement.targets:
                 if isinstance(target.target, cst.Name):
                     found.append((target.target.value, statement.value))
@@ -126,9 +130,9 @@ class ScopeAnalysis:
         if isinstance(statement, cst.AugAssign) and isinstance(statement.target, cst.Name):
             return [(statement.target.value, cst.BinaryOperation(statement.target, cst.Add(), statement.value))]
         if isinstance(statement, cst.Expr) and isinstance(statement.value, cst.NamedExpr):
-            target = statement.value.target
-            if isinstance(target, cst.Name):
-                return [(target.value, statement.value.value)]
+            named = statement.value.target
+            if isinstance(named, cst.Name):
+                return [(named.value, statement.value.value)]
         return []
 
     def _learn_tensor_names(self) -> None:
@@ -207,7 +211,7 @@ class ScopeAnalysis:
     @property
     def criteria(self) -> FrozenSet[str]:
         """Names bound to loss modules or functions (``criterion = nn.CrossEntropyLoss()``)."""
-        found = set()
+        found: Set[str] = set()
         for node in (step.node for step in self.graph.steps):
             if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call):
                 names = self._qualified_names(node.value.func)
@@ -316,7 +320,7 @@ class ScopeAnalysis:
     def live_after_statement(self, statement: cst.CSTNode) -> FrozenSet[str]:
         """Names that may be read after ``statement`` (a statement of some block of this scope) completes."""
         inside = self.graph.steps_in.get(statement, set())
-        live = set()
+        live: Set[str] = set()
         for step in self.graph.exits_of.get(statement, []):
             for successor in step.successors:
                 if successor not in inside:

@@ -58,7 +58,10 @@ class AccumulatedAutogradHistory(Rule):
         function binds to such a call, and those with a backward pass (which tells whether a returned accumulator is backpropagated).
         Where gradients are off comes from the model."""
         producing = _GraphProducingCalls(survey)
-        backward_names = {call.func.value.id for call in survey.method_calls("backward") if isinstance(call.func.value, ast.Name)}
+        backward_names = {
+            call.func.value.id for call in survey.method_calls("backward")
+            if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name)
+        }
         history_names = {
             (name, survey.scope_of(value)) for name, value in _name_bindings(survey) if isinstance(value, ast.Call) and producing(value)
         }
@@ -421,11 +424,9 @@ def _detached(value: cst.BaseExpression) -> bool:
 
 
 def _small_statement(owner: Rule, node: cst.CSTNode) -> Optional[cst.CSTNode]:
-    current = node
-    while not isinstance(current, cst.BaseSmallStatement):
+    current: Optional[cst.CSTNode] = node
+    while current is not None and not isinstance(current, cst.BaseSmallStatement):
         current = owner.get_metadata(ParentNodeProvider, current, None)
-        if current is None:
-            return None
     return current
 
 
@@ -457,8 +458,8 @@ def _draws_batches(loop: Union[cst.For, cst.While]) -> bool:
 
 def _bound_afresh_in(loop: cst.CSTNode) -> Set[str]:
     """Names the loop body binds to values that do not read them (``x = []``, not ``x = x + y``)."""
-    names = set()
-    for node in subexpressions(loop.body):
+    names: Set[str] = set()
+    for node in subexpressions(getattr(loop, "body", loop)):
         if isinstance(node, cst.Assign):
             read = {n.value for n in subexpressions(node.value) if isinstance(n, cst.Name)}
             names.update(t.target.value for t in node.targets if isinstance(t.target, cst.Name) and t.target.value not in read)

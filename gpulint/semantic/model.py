@@ -15,7 +15,7 @@ import ast
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Dict, FrozenSet, Iterator, List, Optional, Set, Tuple, Type, TypeVar, Union
+from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Set, Tuple, TypeVar, Union, cast
 
 from gpulint.semantic import torch_api
 from gpulint.semantic.scopes import FUNCTIONS, Binding, Scope, build_scopes
@@ -100,13 +100,13 @@ class SemanticModel(Survey):
     def __init__(self, tree: ast.Module, source: str) -> None:
         super().__init__(tree, source)
         self.root, self._scope_of = build_scopes(tree)
-        self._derived: Dict[type, Any] = {}
+        self._derived: Dict[object, object] = {}
 
-    def derived(self, kind: Type[Derived]) -> Derived:
+    def derived(self, kind: Callable[["SemanticModel"], Derived]) -> Derived:
         """The analysis ``kind(model)`` of this module, built on first request and shared."""
         if kind not in self._derived:
-            self._derived[kind] = kind(self)  # type: ignore[call-arg]
-        return self._derived[kind]  # type: ignore[no-any-return]
+            self._derived[kind] = kind(self)
+        return cast(Derived, self._derived[kind])
 
     @cached_property
     def _lines(self) -> List[str]:
