@@ -33,7 +33,9 @@ def _public_module_classes(namespace) -> set:
     }
 
 
-@pytest.mark.parametrize("name", ["GRAD_OFF", "SET_GRAD_ENABLED", "LOADERS", "EMPTY_CACHE", "AUTOGRAD_ENTRY_POINTS"])
+@pytest.mark.parametrize(
+    "name", ["GRAD_OFF", "SET_GRAD_ENABLED", "LOADERS", "EMPTY_CACHE", "AUTOGRAD_ENTRY_POINTS", "MODULE_CONVERSIONS"],
+)
 def test_qualified_names_resolve(name):
     names = getattr(torch_api, name)
     assert names and all(q.startswith("torch.") for q in names)

@@ -13,7 +13,7 @@ from gpulint.analysis.cfg import ControlFlowGraph, Step
 from gpulint.analysis.escapes import escaping_names
 from gpulint.analysis.tensors import ModuleEvidence, TensorLikeness, dotted_name
 from gpulint.semantic.model import SemanticModel
-from gpulint.semantic.torch_api import WEIGHT_ATTRIBUTES, is_loss_module
+from gpulint.semantic.torch_api import MODULE_CONVERSIONS, WEIGHT_ATTRIBUTES, is_loss_module, is_module_constructor
 
 METADATA_DEPENDENCIES = (
     *cfg.METADATA_DEPENDENCIES, ParentNodeProvider, PositionProvider, QualifiedNameProvider, ScopeProvider,
@@ -186,17 +186,26 @@ class ScopeAnalysis:
         return frozenset(found)
 
     def replaced_weights(self) -> FrozenSet[str]:
-        """``layer.weight`` and ``layer.bias`` attributes the scope assigns anew: whatever held the
-        old tensor is then its only holder."""
+        """``layer.weight`` and ``layer.bias`` attributes the scope assigns anew, and submodules it
+        replaces by a new module (``net.backbone = quantize_dynamic(net.backbone, ...)``): whatever
+        held the old tensor or module is then its only holder."""
         replaced = set()
         for step in self.graph.steps:
             if isinstance(step.node, cst.Assign):
+                new_module = self._builds_torch_module(step.node.value)
                 for target in step.node.targets:
-                    if isinstance(target.target, cst.Attribute) and target.target.attr.value in WEIGHT_ATTRIBUTES:
+                    if isinstance(target.target, cst.Attribute) and (target.target.attr.value in WEIGHT_ATTRIBUTES or new_module):
                         name = dotted_name(target.target)
                         if name:
                             replaced.add(name)
         return frozenset(replaced)
+
+    def _builds_torch_module(self, value: cst.BaseExpression) -> bool:
+        """A ``torch.nn`` module built, or a module converted into a new one (a quantized copy)."""
+        if not isinstance(value, cst.Call):
+            return False
+        names = self._qualified_names(value.func)
+        return bool(names & MODULE_CONVERSIONS) or any(is_module_constructor(q) for q in names)
 
     def holding_before(self, step: Step, holds: Callable[[str, cst.BaseExpression], bool]) -> FrozenSet[str]:
         """Names that may hold a value for which ``holds(name, value)`` just before ``step``."""

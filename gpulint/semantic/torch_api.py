@@ -24,6 +24,15 @@ signature: GPU001 flags a call of one that passes none."""
 EMPTY_CACHE = frozenset({"torch.cuda.empty_cache", "torch.cuda.memory.empty_cache"})
 """``torch.cuda.empty_cache`` under the names it is exported by: GPU003 checks what is alive at each call."""
 
+MODULE_CONVERSIONS = frozenset({
+    "torch.quantization.quantize_dynamic", "torch.ao.quantization.quantize_dynamic",
+    "torch.quantization.convert", "torch.ao.quantization.convert",
+    "torch.quantization.quantize", "torch.ao.quantization.quantize",
+})
+"""Functions that return a new module built from the one they are given (a quantized copy): where it
+replaces a submodule (``net.backbone = quantize_dynamic(...)``), whatever held the old one is then its
+only holder. GPU003 reads them."""
+
 AUTOGRAD_ENTRY_POINTS = frozenset({"torch.autograd.grad", "torch.autograd.backward"})
 """The functions that backpropagate besides ``Tensor.backward``: GPU005 reads a loop that calls one
 as a training loop."""
