@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import List, Optional
+from typing import Dict, Iterable, List, Optional, Tuple
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
+from libcst.metadata import ParentNodeProvider, PositionProvider
 
 from gpulint.analysis import mapping_use
-from gpulint.analysis.tensors import dotted_name, subexpressions
-from gpulint.edits.call_args import append_keyword, may_pass_argument, may_pass_argument_in_tree
-from gpulint.engine.diagnostics import Applicability, FixOutcome, NoFix
 from gpulint.analysis.mapping_use import MappingUse
+from gpulint.edits.call_args import append_keyword, may_pass_argument_in_tree
+from gpulint.engine.diagnostics import Applicability, FixOutcome, NoFix
+from gpulint.engine.reach import Reach
 from gpulint.engine.rule import FixAvailability, Rule
-from gpulint.semantic.survey import Survey
+from gpulint.semantic.model import SemanticModel
+from gpulint.semantic.survey import Survey, ast_full_name
 from gpulint.semantic.torch_api import MAP_LOCATION_SLOT
 
 # The functions flagged are those of MAP_LOCATION_SLOT. ``torch.hub.load_state_dict_from_url`` and
@@ -42,43 +43,40 @@ class TorchLoadWithoutMapLocation(Rule):
     tokens = frozenset({"load"})
     targets = frozenset(MAP_LOCATION_SLOT)
 
-    METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider, *mapping_use.METADATA_DEPENDENCIES)
+    METADATA_DEPENDENCIES = (PositionProvider, *mapping_use.METADATA_DEPENDENCIES)
 
     @classmethod
-    def candidate_calls(cls, survey: Survey) -> List[ast.Call]:
-        """Calls that the imports may resolve to a loader and that pass no ``map_location``."""
-        return [
-            call for call in survey.calls()
-            if any(not may_pass_argument_in_tree(call, "map_location", MAP_LOCATION_SLOT[name])
-                   for name in survey.qualified_names(call.func) & cls.targets)
-        ]
+    def loads(cls, model: SemanticModel) -> Dict[Tuple[int, int, int, int], Tuple[ast.Call, str]]:
+        """The calls to report, decided on the model, by the span of their ``func``: calls of a
+        loader that pass no ``map_location``, unless what they load holds no device tensors."""
+        found = {}
+        for call in model.calls():
+            names = model.qualified_names(call.func)
+            if not names or not names <= MAP_LOCATION_SLOT.keys():
+                continue
+            if any(may_pass_argument_in_tree(call, "map_location", MAP_LOCATION_SLOT[name]) for name in names):
+                continue
+            if not _holds_no_device_tensors(model, call):
+                found[model.span(call.func)] = (call, min(names))
+        return found
+
+    @classmethod
+    def reach(cls, survey: Survey) -> Reach:
+        """The functions with a call to report (LibCST builds its fix)."""
+        assert isinstance(survey, SemanticModel)
+        return Reach.of(survey, [call for call, _ in cls.loads(survey).values()])
+
+    def visit_Module(self, node: cst.Module) -> None:
+        model = self.context.model
+        self.found = {span: name for span, (_, name) in self.loads(model).items()} if model is not None else {}
 
     def visit_Call(self, node: cst.Call) -> None:
-        names = {q.name for q in self.get_metadata(QualifiedNameProvider, node.func, set())}
-        if not names or not names <= MAP_LOCATION_SLOT.keys():
+        if not self.found:
             return
-        if any(may_pass_argument(node, "map_location", MAP_LOCATION_SLOT[name]) for name in names):
-            return
-        if self._holds_no_device_tensors(node):
-            return
-        self.report(node, self.message.format(func=min(names)), self._fix(node))
-
-    def _holds_no_device_tensors(self, node: cst.Call) -> bool:
-        """What the call loads was saved without device tensors, as the code shows: a scheduler,
-        scaler or RNG state by its name, or a file downloaded in the same scope — the load's
-        argument is what a download call returned, or a download call fetches it when it is
-        missing (``if not os.path.exists(path): load_file_from_url(...)``)."""
-        loaded = node.args[0].value if node.args else None
-        if loaded is None:
-            return False
-        if NON_TENSOR_PAYLOADS & {word.lower() for word in _words_in(loaded)}:
-            return True
-        if _is_download(loaded):
-            return True
-        scope: Optional[cst.CSTNode] = self.get_metadata(ParentNodeProvider, node)
-        while scope is not None and not isinstance(scope, (cst.FunctionDef, cst.Module)):
-            scope = self.get_metadata(ParentNodeProvider, scope, None)
-        return isinstance(loaded, cst.Name) and scope is not None and _downloaded(scope, loaded.value)
+        code_range = self.get_metadata(PositionProvider, node.func)
+        name = self.found.get((code_range.start.line, code_range.start.column, code_range.end.line, code_range.end.column))
+        if name is not None:
+            self.report(node, self.message.format(func=name), self._fix(node))
 
     def _fix(self, node: cst.Call) -> FixOutcome:
         quote = self._quote(node)
@@ -110,50 +108,56 @@ class TorchLoadWithoutMapLocation(Rule):
         return next((quote for quote in preferred if quote not in taken), None)
 
 
-def _words_in(node: cst.CSTNode) -> List[str]:
+def _holds_no_device_tensors(model: SemanticModel, call: ast.Call) -> bool:
+    """What the call loads was saved without device tensors, as the code shows: a scheduler,
+    scaler or RNG state by its name, or a file downloaded in the same scope — the load's argument
+    is what a download call returned, or a download call fetches it when it is missing
+    (``if not os.path.exists(path): load_file_from_url(...)``)."""
+    loaded = call.args[0] if call.args else call.keywords[0].value if call.keywords else None
+    if loaded is None:
+        return False
+    if NON_TENSOR_PAYLOADS & {word.lower() for word in _words_in(loaded)}:
+        return True
+    if _is_download(loaded):
+        return True
+    function = model.innermost_function(call)
+    scope: ast.AST = function.node if function is not None else model.tree
+    return isinstance(loaded, ast.Name) and _downloaded(scope, loaded.id)
+
+
+def _words_in(node: ast.AST) -> List[str]:
     """The words of the names, attributes and strings an expression spells
     (``os.path.join(d, SCHEDULER_NAME)``: os, path, join, d, SCHEDULER, NAME)."""
     words: List[str] = []
-
-    class Words(cst.CSTVisitor):
-        def visit_Name(self, name: cst.Name) -> None:
-            words.extend(WORD.findall(name.value))
-
-        def visit_SimpleString(self, string: cst.SimpleString) -> None:
-            words.extend(WORD.findall(string.value))
-
-    node.visit(Words())
+    for part in ast.walk(node):
+        if isinstance(part, ast.Name):
+            words.extend(WORD.findall(part.id))
+        elif isinstance(part, ast.Constant) and isinstance(part.value, str):
+            words.extend(WORD.findall(part.value))
     return words
 
 
-def _is_download(node: cst.CSTNode) -> bool:
-    return isinstance(node, cst.Call) and bool(DOWNLOAD.fullmatch((dotted_name(node.func) or "").split(".")[-1]))
+def _is_download(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and bool(DOWNLOAD.fullmatch((ast_full_name(node.func) or "").split(".")[-1]))
 
 
-def _contains_download(node: cst.CSTNode) -> bool:
-    return any(_is_download(part) for part in subexpressions(node))
+def _contains_download(nodes: Iterable[ast.AST]) -> bool:
+    return any(_is_download(part) for node in nodes for part in ast.walk(node))
 
 
-def _downloaded(scope: cst.CSTNode, name: str) -> bool:
+def _downloaded(scope: ast.AST, name: str) -> bool:
     """Whether the scope's own code (not nested functions or classes) binds ``name`` to what a
     download call returns, or runs a download under an ``if`` that tests ``name``."""
-    found: List[cst.CSTNode] = []
-
-    class Statements(cst.CSTVisitor):
-        def visit_FunctionDef(self, function: cst.FunctionDef) -> bool:
-            return function is scope
-
-        def visit_ClassDef(self, _: cst.ClassDef) -> bool:
-            return False
-
-        def visit_Assign(self, assign: cst.Assign) -> None:
-            if any(isinstance(t.target, cst.Name) and t.target.value == name for t in assign.targets) and _contains_download(assign.value):
-                found.append(assign)
-
-        def visit_If(self, statement: cst.If) -> None:
-            tested = any(isinstance(n, cst.Name) and n.value == name for n in subexpressions(statement.test))
-            if tested and _contains_download(statement.body):
-                found.append(statement)
-
-    scope.visit(Statements())
-    return bool(found)
+    stack: List[ast.AST] = list(getattr(scope, "body", []))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            if _contains_download([node.value]):
+                return True
+        if isinstance(node, ast.If) and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node.test)):
+            if _contains_download(node.body):
+                return True
+        stack.extend(ast.iter_child_nodes(node))
+    return False

@@ -19,7 +19,8 @@ from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Set, Tup
 
 from gpulint.semantic import torch_api
 from gpulint.semantic.scopes import FUNCTIONS, Binding, Scope, build_scopes
-from gpulint.semantic.survey import Survey, ast_dotted_name, is_false_constant
+from gpulint.semantic.import_table import ImportTable
+from gpulint.semantic.survey import Survey, ast_dotted_name, ast_full_name, is_false_constant
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 Derived = TypeVar("Derived")
@@ -235,17 +236,55 @@ class SemanticModel(Survey):
 
     # Where gradients are off.
 
-    def qualified(self, node: ast.AST) -> FrozenSet[str]:
-        """Qualified names an import may give ``node``, with a bare name that no import binds
-        taken from ``from torch import *``."""
-        return self.qualified_names(node)
+    @cached_property
+    def _imported(self) -> Dict[Binding, Set[str]]:
+        """Each binding an import makes, and the dotted names it binds."""
+        found: Dict[Binding, Set[str]] = {}
+        statements: List[Union[ast.Import, ast.ImportFrom]] = [*self.nodes(ast.Import), *self.nodes(ast.ImportFrom)]
+        for statement in statements:
+            scope = self.scope_at(statement)
+            table = ImportTable.from_imports([statement])
+            for local, names in table.bindings.items():
+                found.setdefault(scope.resolve(local), set()).update(names)
+        return found
+
+    @cached_property
+    def _bound_otherwise(self) -> Set[Binding]:
+        """Bindings that something other than an import also binds (an assignment, a ``def``)."""
+        found: Set[Binding] = set()
+        for name in self.nodes(ast.Name):
+            if not isinstance(name.ctx, ast.Load):
+                found.add(self.scope_at(name).resolve(name.id))
+        for function in self.all_functions:
+            if function.scope.parent is not None:
+                found.add(function.scope.parent.resolve(function.name))
+        return found
+
+    def qualified_names(self, node: ast.AST) -> FrozenSet[str]:
+        """The qualified names of a name or attribute chain, by binding: ``F.relu`` is
+        ``torch.nn.functional.relu`` where ``F`` is bound by ``import torch.nn.functional as F``; a
+        name no scope binds may come from a star import (``from torch import *``); a name bound
+        other than by an import (a parameter, a local function, an assignment) has none, and one
+        bound both ways has its own name among them too (it may be either)."""
+        dotted = ast_full_name(node)
+        if dotted is None:
+            return frozenset()
+        head, _, rest = dotted.partition(".")
+        tail = "." + rest if rest else ""
+        binding = self.scope_at(node).resolve(head)
+        found = {qualified + tail for qualified in self._imported.get(binding, ())}
+        if found and binding in self._bound_otherwise:
+            found.add(dotted)
+        if head not in binding.scope.bound:
+            found.update(f"{module}.{dotted}" for module in self.imports.star_modules)
+        return frozenset(found)
 
     def turns_grad_off(self, expression: ast.AST) -> bool:
         """``torch.no_grad()``, ``torch.no_grad`` (a decorator), ``torch.inference_mode()``,
         ``torch.set_grad_enabled(False)``, under any import form. ``set_grad_enabled(flag)`` with a
         flag only known at run time counts too: the code manages grad mode itself."""
         call = expression if isinstance(expression, ast.Call) else None
-        names = self.qualified(call.func if call is not None else expression)
+        names = self.qualified_names(call.func if call is not None else expression)
         if names and names <= torch_api.GRAD_OFF:
             return call is None or not call.args or not is_false_constant(call.args[0])
         if call is not None and names and names <= torch_api.SET_GRAD_ENABLED and call.args:
@@ -412,7 +451,7 @@ class SemanticModel(Survey):
         """``x.backward()``, ``x.step()``, ``torch.autograd.grad(...)``."""
         func = call.func
         return isinstance(func, ast.Attribute) and (
-            func.attr in TRAINING_METHODS or self.qualified(func) == {"torch.autograd.grad"}
+            func.attr in TRAINING_METHODS or self.qualified_names(func) == {"torch.autograd.grad"}
         )
 
     def positional_arguments(self, site: CallSite) -> Iterator[Tuple[int, ast.expr]]:
