@@ -56,6 +56,11 @@ class InferenceWithoutNoGrad(Rule):
         gradients on, with those forward calls: not where the code also trains (``backward``, an
         optimizer ``step``), nor in a function that always runs with gradients off, nor on a
         frozen model."""
+        if not any(
+            call.func.attr == "eval" or call.args for call in model.method_calls("eval", "train")
+            if isinstance(call.func, ast.Attribute)
+        ):
+            return []
         facts = model.derived(EvaluationFacts)
         found = []
         for scope in facts.scopes:

@@ -15,7 +15,7 @@ import ast
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Set, Tuple, TypeVar, Union, cast
+from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple, TypeVar, Union, cast
 
 from gpulint.semantic import torch_api
 from gpulint.semantic.scopes import FUNCTIONS, Binding, Scope, build_scopes
@@ -378,19 +378,24 @@ class SemanticModel(Survey):
         """Functions that return a model's forward output, or a value computed from one (an
         attribute, an item, arithmetic): ``return self.model(x).logits``, ``out = model(x);
         return out``, or the value of another such function (a fixed point over the call graph)."""
-        self.call_sites
+        if not self.modules:
+            return frozenset()
+        own: Dict[Function, List[ast.AST]] = {}
+        for node in (*self.nodes(ast.Assign), *self.nodes(ast.Return)):
+            function = self.innermost_function(node)
+            if function is not None:
+                own.setdefault(function, []).append(node)
         found: Set[Function] = set()
         changed = True
         while changed:
             changed = False
-            for function in self.all_functions:
-                if function not in found and self._returns_forward_output(function, found):
+            for function, nodes in own.items():
+                if function not in found and self._returns_forward_output(nodes, found):
                     found.add(function)
                     changed = True
         return frozenset(found)
 
-    def _returns_forward_output(self, function: Function, found: Set[Function]) -> bool:
-        own = [node for node in _own_nodes(function.node)]
+    def _returns_forward_output(self, own: Sequence[ast.AST], found: Set[Function]) -> bool:
         outputs: Set[str] = set()
         changed = True
         while changed:
@@ -421,6 +426,8 @@ class SemanticModel(Survey):
                 return True
             if isinstance(func, ast.Attribute) and func.attr == "forward" and ast_dotted_name(func.value) in self.modules:
                 return True
+            if not found:
+                return False
             site = self.site_of.get(id(node))
             return site is not None and site.callee in found
         return False
@@ -429,6 +436,8 @@ class SemanticModel(Survey):
     def forward_output_calls(self) -> FrozenSet[Tuple[int, int, int, int]]:
         """Where the module calls a function of its own that returns a forward output (the span of
         each such call's ``func``, as :meth:`span` gives it)."""
+        if not self.returns_forward_output:
+            return frozenset()
         return frozenset(
             self.span(site.node.func) for site in self.call_sites if site.callee in self.returns_forward_output
         )
@@ -437,6 +446,8 @@ class SemanticModel(Survey):
     def forward_output_calls_with_grad(self) -> FrozenSet[Tuple[int, int, int, int]]:
         """:attr:`forward_output_calls` to functions that may run with gradients on (their output
         may carry autograd history)."""
+        if not self.returns_forward_output:
+            return frozenset()
         return frozenset(
             self.span(site.node.func) for site in self.call_sites
             if site.callee in self.returns_forward_output and site.callee not in self.runs_without_grad
@@ -503,12 +514,3 @@ class _CallWalker(ast.NodeVisitor):
         self.sites.append(CallSite(node, caller, self.guards > 0))
         self.generic_visit(node)
 
-
-def _own_nodes(function: FunctionNode) -> Iterator[ast.AST]:
-    """The nodes of a function's body outside the functions, lambdas and classes defined in it."""
-    stack: List[ast.AST] = list(function.body)
-    while stack:
-        node = stack.pop()
-        yield node
-        if not isinstance(node, (*FUNCTIONS, ast.Lambda, ast.ClassDef)):
-            stack.extend(ast.iter_child_nodes(node))
