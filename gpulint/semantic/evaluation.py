@@ -21,10 +21,13 @@ from gpulint.semantic.model import Function, Place, SemanticModel
 from gpulint.semantic.survey import ast_dotted_name, is_false_constant
 from gpulint.semantic.torch_api import MODULE_API
 
-FORWARD_METHODS = frozenset({"forward", "inference", "infer"})
+FORWARD_METHODS = frozenset({"forward", "inference", "infer", "encode", "decode"})
 """Methods that run a model's forward pass (``model.inference(x)`` in Tacotron-style models)."""
 MODE_PRESERVING = frozenset({"float", "half", "bfloat16", "double", "to", "cuda", "cpu", "eval", "requires_grad_"})
 """Methods that return the module they are called on: ``model.float().eval()`` puts ``model`` in eval mode."""
+
+DETACHING = frozenset({"detach", "data", "detach_"})
+"""What gives a tensor that needs no gradient from one that may (``out.detach()``, ``out.data``)."""
 
 Owner = Union[ast.Module, ast.FunctionDef, ast.AsyncFunctionDef]
 ArgumentMode = Union[bool, Tuple["ScopeFacts", Place]]
@@ -48,6 +51,11 @@ class ScopeFacts:
     """Calls with gradients on of values whose mode this code does not set."""
     needs_gradients: bool = False
     """The code calls ``backward``, an optimizer ``step`` or ``torch.autograd.grad``."""
+    outputs: Dict[int, Set[str]] = field(default_factory=dict)
+    """For each call (by ``id``) whose value the code binds to names, those names."""
+    read_as_numpy: Set[str] = field(default_factory=set)
+    """Names the code turns into numpy arrays without detaching them (``out[0].cpu().numpy()``):
+    their tensors need no gradient, or the call would raise."""
 
 
 class EvaluationFacts:
@@ -59,7 +67,9 @@ class EvaluationFacts:
         self.arguments: Dict[int, List[ArgumentMode]] = {}
         """For each call site (by ``id`` of its node), what it passes at each positional argument."""
         self.frozen: Set[Place] = set()
-        """Models frozen anywhere in the module (``model.requires_grad_(False)``)."""
+        """Models frozen anywhere in the module (``model.requires_grad_(False)``), or whose outputs
+        the code turns into numpy arrays without detaching them (which raises on a tensor that
+        requires grad: the model's weights need none)."""
         self.class_modes: Dict[Place, List[bool]] = {}
         """``self.<attr>`` of a class -> each mode its methods put it in."""
         self._by_function: Dict[Function, ScopeFacts] = {}
@@ -111,6 +121,11 @@ class EvaluationFacts:
                     if sites and all(index < len(site) and self._argument_in_eval(site[index], decided) for site in sites):
                         decided[(function, index)] = True
                         changed = True
+        for facts in self.scopes:
+            for call in [*facts.forward_calls, *(call for _, call in facts.open_calls)]:
+                place = self.model_place(call)
+                if place is not None and facts.outputs.get(id(call), set()) & facts.read_as_numpy:
+                    self.frozen.add(place)
         for facts in self.scopes:
             resolved = [call for place, call in facts.open_calls if self._open_in_eval(facts, place, decided)]
             if resolved:
@@ -197,6 +212,10 @@ class _Walk(ast.NodeVisitor):
 
     def visit_Assign(self, node: ast.Assign) -> None:
         value = node.value
+        if isinstance(value, ast.Call):
+            names = {target.id for target in node.targets if isinstance(target, ast.Name)}
+            if names:
+                self.stack[-1].outputs[id(value)] = names
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "eval":
             for target in node.targets:
                 if ast_dotted_name(target):
@@ -211,6 +230,10 @@ class _Walk(ast.NodeVisitor):
         func = node.func
         if self.model.needs_gradients(node):
             facts.needs_gradients = True
+        if isinstance(func, ast.Attribute) and func.attr == "numpy":
+            undetached = _undetached_name(func.value)
+            if undetached is not None:
+                facts.read_as_numpy.add(undetached)
         if isinstance(func, ast.Attribute):
             method = func.attr
             receiver = module_of(func.value)
@@ -260,3 +283,23 @@ class _Walk(ast.NodeVisitor):
         owner = facts.function.owner if facts.function is not None else None
         methods: FrozenSet[str] = frozenset(owner.methods) if owner is not None else frozenset()
         return attribute not in methods and attribute not in MODULE_API
+
+
+def _undetached_name(node: ast.expr) -> Optional[str]:
+    """The name a chain of tensor methods, attributes and indexing starts from
+    (``out[1][0].sigmoid().cpu()``: ``out``); None if the chain detaches (``.detach()``, ``.data``)."""
+    while True:
+        if isinstance(node, ast.Name):
+            return node.id
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in DETACHING:
+                return None
+            node = node.func.value
+        elif isinstance(node, ast.Attribute):
+            if node.attr in DETACHING:
+                return None
+            node = node.value
+        elif isinstance(node, ast.Subscript):
+            node = node.value
+        else:
+            return None
