@@ -19,6 +19,7 @@ from gpulint.engine.rule import FixAvailability, Rule
 from gpulint.semantic.evaluation import FORWARD_METHODS, EvaluationFacts, ScopeFacts
 from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.survey import Survey
+from gpulint.semantic.torch_api import MODULE_METHODS
 
 OUTPUTS_LEAVE = "a value computed from the forward pass leaves the function, and a caller may backpropagate it"
 MAY_TRAIN = "the function may also train: it switches a model to training mode or hands one to other code"
@@ -44,19 +45,28 @@ class InferenceWithoutNoGrad(Rule):
         "`{model}` is in evaluation mode but called with gradients on: every activation is kept "
         "for a backward pass that never comes (run it under `torch.no_grad()`)"
     )
+    inference_program_message = (
+        "`{model}` is called with gradients on in a program that never trains: every activation is "
+        "kept for a backward pass that never comes (run it under `torch.no_grad()`)"
+    )
     fix_title = "Run the inference under `torch.no_grad()`"
     fix_availability = FixAvailability.SOMETIMES
-    tokens = frozenset({"eval", "train"})
+    tokens = frozenset({"eval", "train", "to", "cuda", "float", "half", "nn", *MODULE_METHODS})
+    """Evaluation mode, or what shows a value to be a module (an inference-only program's model)."""
 
     METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider)
 
     @staticmethod
-    def candidates(model: SemanticModel) -> List[Tuple[ScopeFacts, List[ast.Call]]]:
+    def candidates(model: SemanticModel, program: bool = False) -> List[Tuple[ScopeFacts, List[ast.Call]]]:
         """Each function (or the module-level code) that runs a model in evaluation mode with
         gradients on, with those forward calls: not where the code also trains (``backward``, an
         optimizer ``step``), nor in a function that always runs with gradients off, nor on a
-        frozen model."""
-        if not any(
+        frozen model. In an inference-only program (``program``: a notebook, or a file with an
+        ``if __name__ == "__main__":`` block; nothing in the file trains, and it loads weights), a
+        model the code binds and calls in a loop without ever setting its mode counts too,
+        outside classes."""
+        inference_only = (program or model.has_main_guard) and not model.trains
+        if not inference_only and not any(
             call.func.attr == "eval" or call.args for call in model.method_calls("eval", "train")
             if isinstance(call.func, ast.Attribute)
         ):
@@ -66,7 +76,13 @@ class InferenceWithoutNoGrad(Rule):
         for scope in facts.scopes:
             if scope.needs_gradients or (scope.function is not None and scope.function in model.runs_without_grad):
                 continue
-            calls = [call for call in scope.forward_calls if facts.model_place(call) not in facts.frozen]
+            forward = scope.forward_calls
+            program_calls = [call for call in scope.default_mode_calls if model.in_loop(call)] if (
+                inference_only and model.loads_weights and (scope.function is None or scope.function.owner is None)
+            ) else []
+            if program_calls:
+                forward = sorted([*forward, *program_calls], key=lambda call: (call.lineno, call.col_offset))
+            calls = [call for call in forward if facts.model_place(call) not in facts.frozen]
             if calls:
                 found.append((scope, calls))
         return found
@@ -75,21 +91,24 @@ class InferenceWithoutNoGrad(Rule):
     def reach(cls, survey: Survey) -> Reach:
         """The functions with a candidate forward call: every fact from elsewhere comes from the model."""
         assert isinstance(survey, SemanticModel)
-        return Reach.of(survey, [calls[0] for _, calls in cls.candidates(survey)])
+        return Reach.of(survey, [calls[0] for _, calls in cls.candidates(survey, program=True)])
 
     def visit_Module(self, node: cst.Module) -> None:
         self.forward: Dict[Tuple[int, int, int, int], ScopeFacts] = {}
         self.found: Dict[int, List[cst.Call]] = {}
         self.scope_facts: Dict[int, ScopeFacts] = {}
+        self.default_mode: Set[Tuple[int, int, int, int]] = set()
+        """Calls of models whose mode the code never sets (an inference-only program's)."""
         model = self.context.model
         if model is None:
             return
         if is_test_file(self.context.path) and not self.context.options.get("report-inference-in-tests"):
             return
-        for scope, calls in self.candidates(model):
+        for scope, calls in self.candidates(model, self.context.path.endswith(".ipynb")):
             self.scope_facts[id(scope)] = scope
             for call in calls:
                 self.forward[model.span(call.func)] = scope
+            self.default_mode.update(model.span(call.func) for call in calls if call in scope.default_mode_calls)
 
     def visit_Call(self, node: cst.Call) -> None:
         if not self.forward:
@@ -106,7 +125,10 @@ class InferenceWithoutNoGrad(Rule):
             if not calls:
                 continue
             first = calls[0]
-            self.report(first, self.message.format(model=_model(first)), self._fix(self.scope_facts[key], calls))
+            code_range = self.get_metadata(PositionProvider, first.func)
+            span = (code_range.start.line, code_range.start.column, code_range.end.line, code_range.end.column)
+            message = self.inference_program_message if span in self.default_mode else self.message
+            self.report(first, message.format(model=_model(first)), self._fix(self.scope_facts[key], calls))
 
     def _discarded(self, call: cst.Call) -> bool:
         """A warm-up or profiling pass whose output is dropped at once (``model(x)``, ``_ = model(x)``):

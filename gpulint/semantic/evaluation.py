@@ -51,6 +51,12 @@ class ScopeFacts:
     """Calls with gradients on of values whose mode this code does not set."""
     needs_gradients: bool = False
     """The code calls ``backward``, an optimizer ``step`` or ``torch.autograd.grad``."""
+    models: Set[Place] = field(default_factory=set)
+    """Names the code binds to a value the file shows to be a module (``model = Net()``,
+    ``model = torch.load(path)`` where the file calls ``model.parameters()``...)."""
+    default_mode_calls: List[ast.Call] = field(default_factory=list)
+    """Calls, with gradients on, of such a model whose mode the code never sets: it runs in
+    training mode, and builds a graph all the same."""
     outputs: Dict[int, Set[str]] = field(default_factory=dict)
     """For each call (by ``id``) whose value the code binds to names, those names."""
     read_as_numpy: Set[str] = field(default_factory=set)
@@ -216,6 +222,11 @@ class _Walk(ast.NodeVisitor):
             names = {target.id for target in node.targets if isinstance(target, ast.Name)}
             if names:
                 self.stack[-1].outputs[id(value)] = names
+        for target in node.targets:
+            if isinstance(target, ast.Name) and target.id in self.model.modules:
+                place = self.model.place(target)
+                if place is not None:
+                    self.stack[-1].models.add(place)
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "eval":
             for target in node.targets:
                 if ast_dotted_name(target):
@@ -271,6 +282,8 @@ class _Walk(ast.NodeVisitor):
             facts.forward_calls.append(call)
         elif place not in facts.mode:
             facts.open_calls.append((place, call))
+            if place in facts.models:
+                facts.default_mode_calls.append(call)
 
     def _submodule_of_evaluating_self(self, facts: ScopeFacts, place: Place) -> bool:
         """``self.decoder`` after ``self.eval()`` in the same method (not one of the class's methods)."""

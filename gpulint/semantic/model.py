@@ -454,6 +454,23 @@ class SemanticModel(Survey):
         )
 
     @cached_property
+    def has_main_guard(self) -> bool:
+        """Whether the module-level code has an ``if __name__ == "__main__":`` block: a program."""
+        return any(
+            isinstance(statement, ast.If) and isinstance(statement.test, ast.Compare)
+            and ast_dotted_name(statement.test.left) == "__name__"
+            and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in statement.test.comparators)
+            for statement in self.tree.body
+        )
+
+    @cached_property
+    def loads_weights(self) -> bool:
+        """Whether the module loads trained weights: ``torch.load``, ``load_state_dict``, ``from_pretrained``."""
+        return bool(self.method_calls("load_state_dict", "from_pretrained")) or any(
+            self.qualified_names(call.func) & torch_api.LOADERS for call in self.calls()
+        )
+
+    @cached_property
     def trains(self) -> bool:
         """Whether anything in the module calls ``backward``, an optimizer ``step`` or ``torch.autograd.grad``."""
         return any(self.needs_gradients(site.node) for site in self.call_sites)
