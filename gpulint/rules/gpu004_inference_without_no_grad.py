@@ -65,7 +65,7 @@ class InferenceWithoutNoGrad(Rule):
         ``if __name__ == "__main__":`` block; nothing in the file trains, and it loads weights), a
         model the code binds and calls in a loop without ever setting its mode counts too,
         outside classes."""
-        inference_only = (program or model.has_main_guard) and not model.trains
+        inference_only = (program or model.has_main_guard) and model.loads_weights and not model.trains
         if not inference_only and not any(
             call.func.attr == "eval" or call.args for call in model.method_calls("eval", "train")
             if isinstance(call.func, ast.Attribute)
@@ -78,7 +78,7 @@ class InferenceWithoutNoGrad(Rule):
                 continue
             forward = scope.forward_calls
             program_calls = [call for call in scope.default_mode_calls if model.in_loop(call)] if (
-                inference_only and model.loads_weights and (scope.function is None or scope.function.owner is None)
+                inference_only and (scope.function is None or scope.function.owner is None)
             ) else []
             if program_calls:
                 forward = sorted([*forward, *program_calls], key=lambda call: (call.lineno, call.col_offset))
