@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Dict, FrozenSet, List, Optional, Set, Tuple, Union
 
-from gpulint.semantic.model import Function, Place, SemanticModel
+from gpulint.semantic.model import Function, GradientWalker, Place, SemanticModel
 from gpulint.semantic.survey import ast_dotted_name, is_false_constant
 from gpulint.semantic.torch_api import MODULE_API
 
@@ -157,14 +157,13 @@ def module_of(node: ast.expr) -> ast.expr:
     return node
 
 
-class _Walk(ast.NodeVisitor):
+class _Walk(GradientWalker):
     """Reads each function and the module-level code in source order."""
 
     def __init__(self, facts: EvaluationFacts) -> None:
+        super().__init__(facts.model)
         self.facts = facts
-        self.model = facts.model
         self.stack: List[ScopeFacts] = []
-        self.guards = 0
 
     def run(self) -> None:
         self._enter(self.model.tree, None)
@@ -172,39 +171,18 @@ class _Walk(ast.NodeVisitor):
             self.visit(statement)
         self.stack.pop()
 
-    def _enter(self, node: Owner, function: Optional[Function]) -> ScopeFacts:
+    def _enter(self, node: Owner, function: Optional[Function]) -> None:
         scope = ScopeFacts(node, function)
         self.facts.scopes.append(scope)
         if function is not None:
             self.facts._by_function[function] = scope
         self.stack.append(scope)
-        return scope
 
-    def _function(self, node: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> None:
-        function = self.model.function(node)
-        assert function is not None
-        for child in (*node.decorator_list, *node.args.defaults, *node.args.kw_defaults):
-            if child is not None:
-                self.visit(child)
-        guarded = self.model.guarded_function(function)
-        self._enter(node, function)
-        self.guards += guarded
-        for statement in node.body:
-            self.visit(statement)
-        self.guards -= guarded
+    def enter_function(self, function: Function) -> None:
+        self._enter(function.node, function)
+
+    def leave_function(self, function: Function) -> None:
         self.stack.pop()
-
-    visit_FunctionDef = _function
-    visit_AsyncFunctionDef = _function
-
-    def _with(self, node: Union[ast.With, ast.AsyncWith]) -> None:
-        guarded = self.model.guarded_with(node)
-        self.guards += guarded
-        self.generic_visit(node)
-        self.guards -= guarded
-
-    visit_With = _with
-    visit_AsyncWith = _with
 
     def _set_mode(self, node: ast.expr, evaluating: bool) -> None:
         place = self.model.place(node)

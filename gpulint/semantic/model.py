@@ -490,28 +490,36 @@ class SemanticModel(Survey):
             yield index, argument
 
 
-class _CallWalker(ast.NodeVisitor):
-    """Lists a module's calls in source order, with the function around each and whether a
-    grad-off context or decorator is lexically around it."""
+class GradientWalker(ast.NodeVisitor):
+    """Walks a module in source order, knowing the function each node is in and whether a grad-off
+    context or decorator is lexically around it (``guards``); subclasses hear of each function
+    entered and left."""
 
-    def __init__(self, model: SemanticModel, sites: List[CallSite]) -> None:
+    def __init__(self, model: SemanticModel) -> None:
         self.model = model
-        self.sites = sites
         self.guards = 0
         self.functions: List[Function] = []
+
+    def enter_function(self, function: Function) -> None:
+        """Called before the body of ``function`` is walked."""
+
+    def leave_function(self, function: Function) -> None:
+        """Called after the body of ``function`` is walked."""
 
     def _function(self, node: FunctionNode) -> None:
         function = self.model.function(node)
         assert function is not None
-        guarded = self.model.guarded_function(function)
         for child in (*node.decorator_list, *node.args.defaults, *node.args.kw_defaults):
             if child is not None:
                 self.visit(child)
+        guarded = self.model.guarded_function(function)
         self.functions.append(function)
+        self.enter_function(function)
         self.guards += guarded
         for statement in node.body:
             self.visit(statement)
         self.guards -= guarded
+        self.leave_function(function)
         self.functions.pop()
 
     visit_FunctionDef = _function
@@ -526,8 +534,16 @@ class _CallWalker(ast.NodeVisitor):
     visit_With = _with
     visit_AsyncWith = _with
 
+
+class _CallWalker(GradientWalker):
+    """Lists a module's calls in source order, with the function around each and whether a
+    grad-off context or decorator is lexically around it."""
+
+    def __init__(self, model: SemanticModel, sites: List[CallSite]) -> None:
+        super().__init__(model)
+        self.sites = sites
+
     def visit_Call(self, node: ast.Call) -> None:
         caller = self.functions[-1] if self.functions else None
         self.sites.append(CallSite(node, caller, self.guards > 0))
         self.generic_visit(node)
-
