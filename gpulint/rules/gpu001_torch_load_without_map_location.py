@@ -51,7 +51,7 @@ class TorchLoadWithoutMapLocation(Rule):
         loader that pass no ``map_location``, unless what they load holds no device tensors."""
         found = {}
         for call in model.calls():
-            names = model.qualified_names(call.func)
+            names = model.resolved_names(call.func)
             if not names or not names <= MAP_LOCATION_SLOT.keys():
                 continue
             if any(may_pass_argument_in_tree(call, "map_location", MAP_LOCATION_SLOT[name]) for name in names):

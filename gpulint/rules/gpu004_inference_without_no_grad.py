@@ -26,6 +26,9 @@ MAY_TRAIN = "the function may also train: it switches a model to training mode o
 MODULE_WRAP = "it wraps module-level statements in a block, and code after them may need their gradients"
 """Why a GPU004 fix is unsafe, as one line of help."""
 
+NOTEBOOK_CELL = "# gpulint-cell "
+"""The line that starts each cell in a notebook's Python text: a file with one may be a notebook."""
+
 TEST_FILE = re.compile(r"(test_.*|.*_test|tests|conftest)\.py")
 """pytest's test modules, and ``tests.py``: toy inputs on the CPU, judged trivial in real code."""
 
@@ -91,7 +94,8 @@ class InferenceWithoutNoGrad(Rule):
     def reach(cls, survey: Survey) -> Reach:
         """The functions with a candidate forward call: every fact from elsewhere comes from the model."""
         assert isinstance(survey, SemanticModel)
-        return Reach.of(survey, [calls[0] for _, calls in cls.candidates(survey, program=True)])
+        notebook = NOTEBOOK_CELL in survey.source
+        return Reach.of(survey, [calls[0] for _, calls in cls.candidates(survey, program=notebook)])
 
     def visit_Module(self, node: cst.Module) -> None:
         self.forward: Dict[Tuple[int, int, int, int], ScopeFacts] = {}

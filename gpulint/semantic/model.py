@@ -100,7 +100,6 @@ class SemanticModel(Survey):
 
     def __init__(self, tree: ast.Module, source: str) -> None:
         super().__init__(tree, source)
-        self.root, self._scope_of = build_scopes(tree)
         self._derived: Dict[object, object] = {}
 
     def derived(self, kind: Callable[["SemanticModel"], Derived]) -> Derived:
@@ -126,9 +125,18 @@ class SemanticModel(Survey):
 
     # Scopes, bindings and places.
 
+    @cached_property
+    def _scopes(self) -> Tuple[Scope, Dict[int, Scope]]:
+        return build_scopes(self.tree)
+
+    @property
+    def root(self) -> Scope:
+        """The module's scope."""
+        return self._scopes[0]
+
     def scope_at(self, node: ast.AST) -> Scope:
         """The scope ``node`` is evaluated in."""
-        return self._scope_of.get(id(node), self.root)
+        return self._scopes[1].get(id(node), self.root)
 
     def place(self, node: ast.AST) -> Optional[Place]:
         """The value a name or attribute chain denotes, by binding; None for anything else."""
@@ -260,14 +268,14 @@ class SemanticModel(Survey):
                 found.add(function.scope.parent.resolve(function.name))
         return found
 
-    def qualified_names(self, node: ast.AST) -> FrozenSet[str]:
+    def resolved_names(self, node: ast.AST) -> FrozenSet[str]:
         """The qualified names of a name or attribute chain, by binding: ``F.relu`` is
         ``torch.nn.functional.relu`` where ``F`` is bound by ``import torch.nn.functional as F``; a
         name no scope binds may come from a star import (``from torch import *``); a name bound
         other than by an import (a parameter, a local function, an assignment) has none, and one
         bound both ways has its own name among them too (it may be either)."""
         dotted = ast_full_name(node)
-        if dotted is None:
+        if dotted is None or not self.qualified_names(node):
             return frozenset()
         head, _, rest = dotted.partition(".")
         tail = "." + rest if rest else ""
@@ -284,7 +292,7 @@ class SemanticModel(Survey):
         ``torch.set_grad_enabled(False)``, under any import form. ``set_grad_enabled(flag)`` with a
         flag only known at run time counts too: the code manages grad mode itself."""
         call = expression if isinstance(expression, ast.Call) else None
-        names = self.qualified_names(call.func if call is not None else expression)
+        names = self.resolved_names(call.func if call is not None else expression)
         if names and names <= torch_api.GRAD_OFF:
             return call is None or not call.args or not is_false_constant(call.args[0])
         if call is not None and names and names <= torch_api.SET_GRAD_ENABLED and call.args:
@@ -467,7 +475,8 @@ class SemanticModel(Survey):
     def loads_weights(self) -> bool:
         """Whether the module loads trained weights: ``torch.load``, ``load_state_dict``, ``from_pretrained``."""
         return bool(self.method_calls("load_state_dict", "from_pretrained")) or any(
-            self.qualified_names(call.func) & torch_api.LOADERS for call in self.calls()
+            self.qualified_names(call.func) & torch_api.LOADERS and self.resolved_names(call.func) & torch_api.LOADERS
+            for call in self.calls()
         )
 
     @cached_property
@@ -479,7 +488,7 @@ class SemanticModel(Survey):
         """``x.backward()``, ``x.step()``, ``torch.autograd.grad(...)``."""
         func = call.func
         return isinstance(func, ast.Attribute) and (
-            func.attr in TRAINING_METHODS or self.qualified_names(func) == {"torch.autograd.grad"}
+            func.attr in TRAINING_METHODS or self.resolved_names(func) == {"torch.autograd.grad"}
         )
 
     def positional_arguments(self, site: CallSite) -> Iterator[Tuple[int, ast.expr]]:
