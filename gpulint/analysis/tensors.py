@@ -18,7 +18,6 @@ from gpulint.semantic.torch_api import (
     FLOAT_DTYPES,
     INDEX_METHODS,
     LOADERS,
-    MODULE_API as MODULE_API,  # re-exported for modules that still import it from here
     MODULE_METHODS,
     NON_TENSOR_ATTRIBUTES,
     NON_TENSOR_METHODS,

@@ -6,7 +6,7 @@ import ast
 import enum
 import re
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Collection, Dict, FrozenSet, List, Mapping, Optional, Sequence, Type
+from typing import ClassVar, Collection, FrozenSet, List, Mapping, Optional, Sequence, Type
 
 import libcst as cst
 from libcst import BatchableCSTVisitor

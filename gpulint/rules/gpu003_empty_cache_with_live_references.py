@@ -13,9 +13,7 @@ from gpulint.analysis import scope
 from gpulint.analysis.scope import ScopeAnalysis
 from gpulint.analysis.cfg import Step
 from gpulint.engine.diagnostics import Applicability, FixOutcome, NoFix
-from gpulint.engine.reach import Reach
 from gpulint.engine.rule import FixAvailability, Rule
-from gpulint.semantic.survey import Survey
 from gpulint.semantic.torch_api import EMPTY_CACHE
 
 

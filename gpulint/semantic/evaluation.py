@@ -78,12 +78,8 @@ class EvaluationFacts:
         requires grad: the model's weights need none)."""
         self.class_modes: Dict[Place, List[bool]] = {}
         """``self.<attr>`` of a class -> each mode its methods put it in."""
-        self._by_function: Dict[Function, ScopeFacts] = {}
         _Walk(self).run()
         self._resolve()
-
-    def facts_of(self, function: Function) -> Optional[ScopeFacts]:
-        return self._by_function.get(function)
 
     @cached_property
     def module_facts(self) -> ScopeFacts:
@@ -144,12 +140,6 @@ class EvaluationFacts:
         return self.model.place(target)
 
 
-def model_name(call: ast.Call) -> Optional[str]:
-    """How the code spells the model a forward call calls."""
-    func = call.func
-    return ast_dotted_name(func.value if isinstance(func, ast.Attribute) and func.attr in FORWARD_METHODS else func)
-
-
 def module_of(node: ast.expr) -> ast.expr:
     """``model`` in ``model.float().to(device)``: calls that return the module they are called on."""
     while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MODE_PRESERVING:
@@ -174,8 +164,6 @@ class _Walk(GradientWalker):
     def _enter(self, node: Owner, function: Optional[Function]) -> None:
         scope = ScopeFacts(node, function)
         self.facts.scopes.append(scope)
-        if function is not None:
-            self.facts._by_function[function] = scope
         self.stack.append(scope)
 
     def enter_function(self, function: Function) -> None:

@@ -78,10 +78,6 @@ class Place:
     binding: Binding
     path: str = ""
 
-    @property
-    def is_attribute(self) -> bool:
-        return bool(self.path)
-
 
 @dataclass(eq=False)
 class CallSite:
@@ -304,19 +300,13 @@ class SemanticModel(Survey):
     def grad_off_helpers(self) -> FrozenSet[Function]:
         """Functions of the module that turn gradients off for what they wrap: their body names a
         grad-off context (``return torch.inference_mode()``), or another such function."""
-        mentions: Dict[Function, List[ast.AST]] = {}
-        for function in self.all_functions:
-            outermost = function
-            while True:
-                around = self.innermost_function(outermost.node)
-                if around is None:
-                    break
-                outermost = around
-            mentions.setdefault(outermost, [])
-            for statement in function.node.body:
-                mentions[outermost].extend(
-                    node for node in ast.walk(statement) if isinstance(node, (ast.Call, ast.Attribute, ast.Name))
-                )
+        mentions: Dict[Function, List[ast.AST]] = {
+            function: [
+                node for statement in function.node.body for node in ast.walk(statement)
+                if isinstance(node, (ast.Call, ast.Attribute, ast.Name))
+            ]
+            for function in self.all_functions if self.innermost_function(function.node) is None
+        }
         helpers = {function for function, nodes in mentions.items() if any(map(self.turns_grad_off, nodes))}
         changed = True
         while changed:

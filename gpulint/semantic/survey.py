@@ -15,7 +15,7 @@ from collections import defaultdict
 from functools import cached_property
 from typing import DefaultDict, Dict, FrozenSet, List, Optional, Set, Tuple, Type, TypeVar
 
-from gpulint.analysis.tensors import MODULE_METHODS, is_module_constructor
+from gpulint.semantic.torch_api import MODULE_METHODS, is_module_constructor
 from gpulint.semantic.import_table import ImportTable
 
 NodeType = TypeVar("NodeType", bound=ast.AST)
