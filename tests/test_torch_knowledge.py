@@ -34,7 +34,8 @@ def _public_module_classes(namespace) -> set:
 
 
 @pytest.mark.parametrize(
-    "name", ["GRAD_OFF", "SET_GRAD_ENABLED", "LOADERS", "EMPTY_CACHE", "AUTOGRAD_ENTRY_POINTS", "MODULE_CONVERSIONS"],
+    "name", ["GRAD_OFF", "SET_GRAD_ENABLED", "LOADERS", "EMPTY_CACHE", "AUTOGRAD_ENTRY_POINTS", "MODULE_CONVERSIONS",
+             "ARRAY_ONLY_FUNCTIONS"],
 )
 def test_qualified_names_resolve(name):
     names = getattr(torch_api, name)
@@ -171,7 +172,7 @@ def _module_has(name: str) -> bool:
 
 @pytest.mark.parametrize("name", [
     "TENSOR_METADATA_ATTRIBUTES", "TENSOR_SHAPE_METHODS", "TENSOR_TO_PYTHON_METHODS", "TENSOR_ATTRIBUTES",
-    "INDEX_METHODS",
+    "INDEX_METHODS", "DEVICE_KEEPING_TENSOR_METHODS", "FAILS_ON_DEVICE_TENSOR_METHODS",
 ])
 def test_tensor_members_exist(name):
     assert sorted(m for m in getattr(torch_api, name) if not _tensor_has(m)) == []
@@ -179,6 +180,7 @@ def test_tensor_members_exist(name):
 
 def test_tensor_methods_are_methods():
     methods = torch_api.TENSOR_SHAPE_METHODS | torch_api.TENSOR_TO_PYTHON_METHODS | torch_api.INDEX_METHODS
+    methods |= torch_api.DEVICE_KEEPING_TENSOR_METHODS | torch_api.FAILS_ON_DEVICE_TENSOR_METHODS
     assert sorted(m for m in methods if not callable(getattr(torch.Tensor, m))) == []
 
 
@@ -209,3 +211,13 @@ def test_weight_attributes_are_a_layers_parameters():
 def test_gpulint_does_not_import_torch_for_its_knowledge():
     source = inspect.getsource(torch_api)
     assert "import torch" not in source
+
+
+def test_device_keeping_methods_return_tensors_of_their_input():
+    """Each returns a tensor on its input's device."""
+    value = torch.rand(2, 3, dtype=torch.float64)
+    arguments = {"permute": (1, 0), "transpose": (0, 1), "reshape": (3, 2), "view": (3, 2), "clamp": (0.0, 1.0), "unsqueeze": (0,)}
+    for method in sorted(torch_api.DEVICE_KEEPING_TENSOR_METHODS):
+        result = getattr(value, method)(*arguments.get(method, ()))
+        assert isinstance(result, torch.Tensor) and result.device == value.device, method
+

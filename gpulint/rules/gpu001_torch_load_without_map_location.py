@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider
@@ -15,6 +15,7 @@ from gpulint.edits.call_args import append_keyword, may_pass_argument_in_tree
 from gpulint.engine.diagnostics import Applicability, FixOutcome, NoFix
 from gpulint.engine.reach import Reach
 from gpulint.engine.rule import FixAvailability, Rule
+from gpulint.semantic.array_data import ArrayData
 from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.survey import Survey, ast_full_name
 from gpulint.semantic.torch_api import MAP_LOCATION_SLOT
@@ -24,6 +25,8 @@ from gpulint.semantic.torch_api import MAP_LOCATION_SLOT
 DOWNLOAD = re.compile(r".*(download|load_file_from_url|urlretrieve|cached_path|hf_hub).*", re.IGNORECASE)
 """Calls that fetch a published file (``hf_hub_download``, ``load_file_from_url``...): a file they
 return, or fetch when it is missing, is a release artifact, saved from the CPU."""
+HTTP_FETCHES = frozenset({"requests.get", "urllib.request.urlopen", "urllib.request.urlretrieve", "httpx.get"})
+"""HTTP clients' fetches: under an ``if`` that tests for the loaded file, they download it."""
 NON_TENSOR_PAYLOADS = frozenset({"scheduler", "schedulers", "scaler", "rng"})
 """Words naming what a checkpoint file may hold that has no device tensors (scheduler, GradScaler
 and RNG states), as whole words of a name or string: ``SCHEDULER_NAME``, ``"rng_state.pth"``,
@@ -110,19 +113,22 @@ class TorchLoadWithoutMapLocation(Rule):
 
 def _holds_no_device_tensors(model: SemanticModel, call: ast.Call) -> bool:
     """What the call loads was saved without device tensors, as the code shows: a scheduler,
-    scaler or RNG state by its name, or a file downloaded in the same scope — the load's argument
+    scaler or RNG state by its name; a file downloaded in the same scope — the load's argument
     is what a download call returned, or a download call fetches it when it is missing
-    (``if not os.path.exists(path): load_file_from_url(...)``)."""
+    (``if not os.path.exists(path): load_file_from_url(...)``, the path by name or as the same
+    string); or a payload a part of which the code uses as a numpy array."""
     loaded = call.args[0] if call.args else call.keywords[0].value if call.keywords else None
     if loaded is None:
         return False
     if NON_TENSOR_PAYLOADS & {word.lower() for word in _words_in(loaded)}:
         return True
-    if _is_download(loaded):
+    if _is_download(model, loaded):
         return True
     function = model.innermost_function(call)
     scope: ast.AST = function.node if function is not None else model.tree
-    return isinstance(loaded, ast.Name) and _downloaded(scope, loaded.id)
+    if _downloaded(model, scope, loaded):
+        return True
+    return model.derived(ArrayData).reaches_array_consumer(call)
 
 
 def _words_in(node: ast.AST) -> List[str]:
@@ -137,27 +143,67 @@ def _words_in(node: ast.AST) -> List[str]:
     return words
 
 
-def _is_download(node: ast.AST) -> bool:
-    return isinstance(node, ast.Call) and bool(DOWNLOAD.fullmatch((ast_full_name(node.func) or "").split(".")[-1]))
+def _is_download(model: SemanticModel, node: ast.AST) -> bool:
+    if not isinstance(node, ast.Call):
+        return False
+    return bool(DOWNLOAD.fullmatch((ast_full_name(node.func) or "").split(".")[-1])) or bool(
+        model.resolved_names(node.func) & HTTP_FETCHES
+    )
 
 
-def _contains_download(nodes: Iterable[ast.AST]) -> bool:
-    return any(_is_download(part) for node in nodes for part in ast.walk(node))
+def _contains_download(model: SemanticModel, nodes: Iterable[ast.AST]) -> bool:
+    return any(_is_download(model, part) for node in nodes for part in ast.walk(node))
 
 
-def _downloaded(scope: ast.AST, name: str) -> bool:
-    """Whether the scope's own code (not nested functions or classes) binds ``name`` to what a
-    download call returns, or runs a download under an ``if`` that tests ``name``."""
+def _own_statements(scope: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of a scope's own code, not of the functions and classes it defines."""
     stack: List[ast.AST] = list(getattr(scope, "body", []))
     while stack:
         node = stack.pop()
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             continue
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
-            if _contains_download([node.value]):
-                return True
-        if isinstance(node, ast.If) and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node.test)):
-            if _contains_download(node.body):
-                return True
+        yield node
         stack.extend(ast.iter_child_nodes(node))
+
+
+def _downloaded(model: SemanticModel, scope: ast.AST, loaded: ast.expr) -> bool:
+    """Whether the scope's own code binds the loaded name to what a download call returns, or runs
+    a download under an ``if`` that tests the loaded file: its name, or the string it holds."""
+    name = loaded.id if isinstance(loaded, ast.Name) else None
+    path = _string_value(scope, loaded)
+    for node in _own_statements(scope):
+        if name is not None and isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == name for t in node.targets
+        ):
+            if _contains_download(model, [node.value]):
+                return True
+        if isinstance(node, ast.If) and any(
+            (isinstance(part, ast.Name) and part.id == name) or (path is not None and _is_string(part, path))
+            for part in ast.walk(node.test)
+        ):
+            if _contains_download(model, node.body):
+                return True
     return False
+
+
+def _string_value(scope: ast.AST, loaded: ast.expr) -> Optional[str]:
+    """The path a load reads, where the code spells it: a string, or a name the scope only ever
+    binds to one string."""
+    if isinstance(loaded, ast.Constant) and isinstance(loaded.value, str):
+        return loaded.value
+    if not isinstance(loaded, ast.Name):
+        return None
+    values: Set[object] = set()
+    for node in _own_statements(scope):
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(part, ast.Name) and part.id == loaded.id for t in targets for part in ast.walk(t)):
+                value = getattr(node, "value", None)
+                single = len(targets) == 1 and isinstance(targets[0], ast.Name) and not isinstance(node, ast.AugAssign)
+                values.add(value.value if single and isinstance(value, ast.Constant) else None)
+    only = values.pop() if len(values) == 1 else None
+    return only if isinstance(only, str) else None
+
+
+def _is_string(node: ast.AST, value: str) -> bool:
+    return isinstance(node, ast.Constant) and node.value == value

@@ -33,6 +33,10 @@ MODULE_CONVERSIONS = frozenset({
 replaces a submodule (``net.backbone = quantize_dynamic(...)``), whatever held the old one is then its
 only holder. GPU003 reads them."""
 
+ARRAY_ONLY_FUNCTIONS = frozenset({"torch.from_numpy"})
+"""Functions that take only a numpy array: a value passed to one holds no device tensor
+(``semantic.array_data`` reads them)."""
+
 AUTOGRAD_ENTRY_POINTS = frozenset({"torch.autograd.grad", "torch.autograd.backward"})
 """The functions that backpropagate besides ``Tensor.backward``: GPU005 reads a loop that calls one
 as a training loop."""
@@ -102,6 +106,18 @@ TENSOR_SHAPE_METHODS = frozenset({"size", "dim", "numel"})
 TENSOR_TO_PYTHON_METHODS = frozenset({"item", "tolist"})
 """Tensor methods that copy its values out into Python numbers or lists: their result holds no tensor
 and no history (read where ``TENSOR_SHAPE_METHODS`` is)."""
+
+DEVICE_KEEPING_TENSOR_METHODS = frozenset({
+    "abs", "clamp", "clone", "contiguous", "detach", "double", "exp", "flatten", "float", "half", "log",
+    "max", "mean", "min", "permute", "reshape", "round", "sqrt", "squeeze", "std", "sum", "transpose",
+    "unsqueeze", "var", "view",
+})
+"""Tensor methods whose result is a tensor on the input's device (reductions, reshapes, casts), most
+of them numpy arrays' methods too: ``semantic.array_data`` follows a value through them."""
+
+FAILS_ON_DEVICE_TENSOR_METHODS = frozenset({"numpy"})
+"""Tensor methods that raise for a tensor on an accelerator (``x.numpy()`` needs ``x.cpu()`` first):
+called on a value, they show it holds no device tensor (``semantic.array_data`` reads them)."""
 
 FORMER_TENSOR_ATTRIBUTES = frozenset({"names"})
 """Attributes that tensors had in older torch releases and the newest may lack (``names``, of named
