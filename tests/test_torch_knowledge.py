@@ -172,7 +172,7 @@ def _module_has(name: str) -> bool:
 
 @pytest.mark.parametrize("name", [
     "TENSOR_METADATA_ATTRIBUTES", "TENSOR_SHAPE_METHODS", "TENSOR_TO_PYTHON_METHODS", "TENSOR_ATTRIBUTES",
-    "INDEX_METHODS", "DEVICE_KEEPING_TENSOR_METHODS", "FAILS_ON_DEVICE_TENSOR_METHODS",
+    "INDEX_METHODS", "DEVICE_KEEPING_TENSOR_METHODS",
 ])
 def test_tensor_members_exist(name):
     assert sorted(m for m in getattr(torch_api, name) if not _tensor_has(m)) == []
@@ -180,7 +180,7 @@ def test_tensor_members_exist(name):
 
 def test_tensor_methods_are_methods():
     methods = torch_api.TENSOR_SHAPE_METHODS | torch_api.TENSOR_TO_PYTHON_METHODS | torch_api.INDEX_METHODS
-    methods |= torch_api.DEVICE_KEEPING_TENSOR_METHODS | torch_api.FAILS_ON_DEVICE_TENSOR_METHODS
+    methods |= torch_api.DEVICE_KEEPING_TENSOR_METHODS
     assert sorted(m for m in methods if not callable(getattr(torch.Tensor, m))) == []
 
 
@@ -221,3 +221,13 @@ def test_device_keeping_methods_return_tensors_of_their_input():
         result = getattr(value, method)(*arguments.get(method, ()))
         assert isinstance(result, torch.Tensor) and result.device == value.device, method
 
+
+
+def test_array_only_methods_are_not_tensor_methods():
+    assert torch_api.ARRAY_ONLY_METHODS and sorted(m for m in torch_api.ARRAY_ONLY_METHODS if _tensor_has(m)) == []
+
+
+def test_from_numpy_takes_no_tensor():
+    for qualified in sorted(torch_api.ARRAY_ONLY_FUNCTIONS):
+        with pytest.raises(TypeError):
+            _object(qualified)(torch.zeros(2))

@@ -1,13 +1,16 @@
-"""Values the module shows to be array data: parts of a value that reach a consumer of numpy arrays.
+"""Values the module shows to be numpy arrays: parts of a value that reach a consumer that takes
+numpy arrays and never tensors.
 
-``torch.from_numpy(data[3:])``, ``np.hstack((box[0:2] - r, box[0:2] + r))``, ``cv2.filter2D(img, -1, k)``,
-``ax.plot(recall, precision.mean(1))`` with ``ax`` from ``plt.subplots()``, and ``x.numpy()`` all raise
-for a tensor on an accelerator, so a value that reaches one, as the program runs, holds none there. A
-value is followed by binding (:class:`~gpulint.semantic.model.Place`, ``self.<attr>`` by class) through
-subscripts, ``.get(...)``, attributes other than a tensor's metadata, and methods that keep a tensor
-where it is (``.mean(1)``); a name counts as a part only if every assignment to it assigns a part.
-Nothing is followed through ``.cpu()``, ``.to(...)``, calls of functions, or a metadata attribute
-(``np.array(x.shape)`` says nothing of ``x``).
+``torch.from_numpy(data[3:, :-1])``, ``cv2.filter2D(image, -1, kernels[k])`` and
+``labels["classes"].astype(int)`` raise for any tensor, on the CPU or not, so a value that reaches
+one, as the program runs, is no tensor: a payload read this way is array data. (A consumer that takes
+CPU tensors too, such as ``np.stack``, matplotlib or ``.numpy()``, shows only that the program needs
+the value on the CPU, which for a loaded tensor rests on where it was saved.) A value is followed by
+binding (:class:`~gpulint.semantic.model.Place`, ``self.<attr>`` by class) through subscripts,
+``.get(...)``, attributes other than a tensor's metadata, methods that keep a tensor where it is
+(``.mean(1)``), and arithmetic in the consumer's arguments; a name counts as a part only if every
+assignment to it assigns a part. Nothing is followed through ``.cpu()``, ``.to(...)``, calls of
+functions, or a metadata attribute (``x.shape`` says nothing of ``x``).
 """
 
 from __future__ import annotations
@@ -19,17 +22,8 @@ from typing import Dict, Iterator, List, Optional, Set
 from gpulint.semantic import torch_api
 from gpulint.semantic.model import Place, SemanticModel
 
-ARRAY_LIBRARIES = ("numpy.", "cv2.", "scipy.", "matplotlib.", "PIL.", "skimage.")
-"""Libraries whose functions convert what they are given to numpy arrays."""
-NOT_CONVERTING = frozenset({
-    "numpy.shape", "numpy.ndim", "numpy.size", "numpy.isscalar", "numpy.iterable", "numpy.result_type",
-})
-"""numpy functions that read an object without converting it (``np.shape(x)`` reads ``x.shape``)."""
-PLOTTING_METHODS = frozenset({
-    "plot", "imshow", "scatter", "hist", "bar", "barh", "errorbar", "fill_between", "contour", "contourf",
-    "pcolormesh", "semilogx", "semilogy", "loglog", "step", "stem", "matshow", "boxplot", "violinplot",
-})
-"""Methods of matplotlib's axes and figures that convert their data to numpy arrays."""
+ARRAY_ONLY_LIBRARIES = ("cv2.",)
+"""Libraries whose functions take numpy arrays and reject tensors (OpenCV)."""
 MAPPING_READS = frozenset({"get", "pop"})
 """Methods that read a value out of a mapping."""
 METADATA_ATTRIBUTES = torch_api.NON_TENSOR_ATTRIBUTES | torch_api.TENSOR_SHAPE_METHODS | {"size", "itemsize", "nbytes"}
@@ -38,14 +32,16 @@ _ASSIGNMENTS = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)
 
 
 class ArrayData:
-    """Which values of one module reach a consumer of numpy arrays (build with ``model.derived``)."""
+    """Which values of one module reach a consumer that takes only numpy arrays (build with
+    ``model.derived``)."""
 
     def __init__(self, model: SemanticModel) -> None:
         self.model = model
 
     def reaches_array_consumer(self, value: ast.expr) -> bool:
         """Whether a part of what ``value`` evaluates to (a call, typically a load) reaches a
-        consumer of numpy arrays, through the names and ``self.<attr>`` it is assigned to."""
+        consumer that takes only numpy arrays, through the names and ``self.<attr>`` it is
+        assigned to."""
         parts = self._parts(value)
         return any(self._root(argument) in parts or self._root(argument) is value for argument in self._consumed)
 
@@ -151,44 +147,18 @@ class ArrayData:
 
     @cached_property
     def _consumed(self) -> List[ast.expr]:
-        """Every expression a consumer of numpy arrays converts: the arguments of a numpy, OpenCV,
-        SciPy or plotting function (and of ``torch.from_numpy``), of a plotting method of an object a
-        matplotlib call returned, and the receiver of ``.numpy()``."""
+        """Every expression a consumer that rejects tensors is given: the arguments of
+        ``torch.from_numpy`` and of OpenCV's functions (and what they are computed from by arithmetic),
+        and the receiver of a method tensors lack (``.astype``)."""
         consumed: List[ast.expr] = []
         for call in self.model.calls():
-            if self._consumes(call):
+            names = self.model.resolved_names(call.func)
+            if names and all(n in torch_api.ARRAY_ONLY_FUNCTIONS or n.startswith(ARRAY_ONLY_LIBRARIES) for n in names):
                 for argument in [*call.args, *(keyword.value for keyword in call.keywords)]:
                     consumed.extend(_operands(argument))
-            elif isinstance(call.func, ast.Attribute) and call.func.attr in torch_api.FAILS_ON_DEVICE_TENSOR_METHODS:
+            elif isinstance(call.func, ast.Attribute) and call.func.attr in torch_api.ARRAY_ONLY_METHODS:
                 consumed.append(call.func.value)
         return consumed
-
-    def _consumes(self, call: ast.Call) -> bool:
-        names = self.model.resolved_names(call.func)
-        if names and all(
-            name in torch_api.ARRAY_ONLY_FUNCTIONS or (name.startswith(ARRAY_LIBRARIES) and name not in NOT_CONVERTING)
-            for name in names
-        ):
-            return True
-        if isinstance(call.func, ast.Attribute) and call.func.attr in PLOTTING_METHODS:
-            return self._from_matplotlib(call.func.value, set())
-        return False
-
-    def _from_matplotlib(self, receiver: ast.expr, seen: Set[Place]) -> bool:
-        """Whether ``receiver`` (``axs[0]``, ``fig.axes[1]``) is, or is a part of, what a matplotlib
-        call returned."""
-        while isinstance(receiver, (ast.Subscript, ast.Attribute)) and self.model.place(receiver) is None:
-            receiver = receiver.value
-        if isinstance(receiver, ast.Call):
-            names = self.model.resolved_names(receiver.func)
-            return bool(names) and all(name.startswith("matplotlib.") for name in names)
-        place = self.model.place(receiver)
-        if place is None or place in seen:
-            return False
-        values = self._sites.get(place, [])
-        return bool(values) and all(
-            value is not None and self._from_matplotlib(value, seen | {place}) for value in values
-        )
 
 
 def _operands(expression: ast.expr) -> Iterator[ast.expr]:

@@ -34,7 +34,7 @@ replaces a submodule (``net.backbone = quantize_dynamic(...)``), whatever held t
 only holder. GPU003 reads them."""
 
 ARRAY_ONLY_FUNCTIONS = frozenset({"torch.from_numpy"})
-"""Functions that take only a numpy array: a value passed to one holds no device tensor
+"""Functions that take only a numpy array, never a tensor: a value passed to one is no tensor
 (``semantic.array_data`` reads them)."""
 
 AUTOGRAD_ENTRY_POINTS = frozenset({"torch.autograd.grad", "torch.autograd.backward"})
@@ -115,9 +115,9 @@ DEVICE_KEEPING_TENSOR_METHODS = frozenset({
 """Tensor methods whose result is a tensor on the input's device (reductions, reshapes, casts), most
 of them numpy arrays' methods too: ``semantic.array_data`` follows a value through them."""
 
-FAILS_ON_DEVICE_TENSOR_METHODS = frozenset({"numpy"})
-"""Tensor methods that raise for a tensor on an accelerator (``x.numpy()`` needs ``x.cpu()`` first):
-called on a value, they show it holds no device tensor (``semantic.array_data`` reads them)."""
+ARRAY_ONLY_METHODS = frozenset({"astype", "tobytes", "tofile"})
+"""Methods of numpy arrays that tensors lack: a value they are called on is no tensor
+(``semantic.array_data`` reads them)."""
 
 FORMER_TENSOR_ATTRIBUTES = frozenset({"names"})
 """Attributes that tensors had in older torch releases and the newest may lack (``names``, of named
