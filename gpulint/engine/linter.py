@@ -1,5 +1,6 @@
-"""Lint one source text: prefilter, blank what no rule reads, parse once, resolve metadata once,
-run the rules, apply noqa."""
+"""Lint one source text: prefilter, build the semantic model, run the rules decided on it, blank
+what no other rule reads, parse once with LibCST, resolve metadata once, run the visitor rules,
+apply noqa."""
 
 from __future__ import annotations
 
@@ -45,10 +46,10 @@ def lint_source(
 ) -> List[Diagnostic]:
     """Diagnostics of ``rules`` on ``source``; raises ``libcst.ParserSyntaxError`` if it does not parse.
 
-    LibCST is paid for only where a rule can fire: rules whose tokens are absent are dropped before
-    parsing, rules that a survey of Python's own syntax tree rules out before the LibCST parse,
-    and the bodies of the functions that no remaining rule reaches are blanked (see
-    :mod:`gpulint.engine.reach`). Where Python's parser rejects the source, LibCST decides, and every
+    LibCST is paid for only where a visitor rule can fire: rules whose tokens are absent are dropped
+    before parsing, rules that the semantic model rules out before the LibCST parse, rules decided
+    on the model report from it (their fixes parse only the code they change), and the bodies of
+    the functions that no remaining rule reaches are blanked (see :mod:`gpulint.engine.reach`). Where Python's parser rejects the source, LibCST decides, and every
     remaining rule runs on all of it. ``prefilter=False`` runs every rule on all of the source,
     the reference the prefilters are tested against.
     """
@@ -57,27 +58,51 @@ def lint_source(
         check_syntax(source)
         return []
     tree = python_tree(source)
+    visitors = [rule for rule in candidates if not rule.decided_on_model]
     if tree is None:
-        return _lint(source, source, path, candidates, options, None)
+        return _lint(source, source, path, visitors, options, None) if visitors else _checked(source)
     model = SemanticModel(tree, source)
     if not prefilter:
-        return _lint(source, source, path, candidates, options, model)
+        found = _lint(source, source, path, visitors, options, model) if visitors else []
+        return _sorted(found + _diagnose(model, path, candidates, options))
     reaches = {rule: rule.reach(model) for rule in candidates}
     candidates = [rule for rule in candidates if reaches[rule]]
     if not candidates:
         return []
-    reach = functools.reduce(operator.or_, reaches.values())
+    decided = _diagnose(model, path, candidates, options)
+    visitors = [rule for rule in candidates if not rule.decided_on_model]
+    if not visitors:
+        return _sorted(decided)
+    reach = functools.reduce(operator.or_, (reaches[rule] for rule in visitors))
     blanked = blank_bodies(source, _unreached_functions(model, reach, source))
     if blanked.spans:
         try:
-            diagnostics = _lint(blanked.text, source, path, candidates, options, model)
+            diagnostics = _lint(blanked.text, source, path, visitors, options, model)
         except cst.ParserSyntaxError:
             diagnostics = None
         if diagnostics is not None and not any(
             blanked.touches(edit.start, edit.end) for d in diagnostics if d.fix for edit in d.fix.edits
         ):
-            return diagnostics
-    return _lint(source, source, path, candidates, options, model)
+            return _sorted(diagnostics + decided)
+    return _sorted(_lint(source, source, path, visitors, options, model) + decided)
+
+
+def _checked(source: str) -> List[Diagnostic]:
+    """No findings, once LibCST has checked that ``source`` parses."""
+    cst.parse_module(source)
+    return []
+
+
+def _diagnose(
+    model: SemanticModel, path: str, rules: Sequence[Type[Rule]], options: Optional[Mapping[str, object]],
+) -> List[Diagnostic]:
+    """The findings of the rules decided on the model (``noqa`` applied)."""
+    found = [d for rule in rules if rule.decided_on_model for d in rule.diagnose(model, path, options or {})]
+    return filter_suppressed(model.source, found) if found else []
+
+
+def _sorted(diagnostics: List[Diagnostic]) -> List[Diagnostic]:
+    return sorted(diagnostics, key=lambda d: (d.start.line, d.start.column, d.code))
 
 
 def _unreached_functions(survey: SemanticModel, reach: Reach, source: str) -> List[ast.AST]:
@@ -104,5 +129,4 @@ def _lint(
         import_table=model.imports if model is not None else None, model=model,
     )
     MetadataWrapper(module, unsafe_skip_copy=True).visit_batched([rule(context) for rule in rules])
-    diagnostics = filter_suppressed(source, context.diagnostics)
-    return sorted(diagnostics, key=lambda d: (d.start.line, d.start.column, d.code))
+    return _sorted(filter_suppressed(source, context.diagnostics))

@@ -6,7 +6,7 @@ import ast
 import enum
 import re
 from dataclasses import dataclass, field
-from typing import ClassVar, Collection, FrozenSet, List, Mapping, Optional, Sequence, Type
+from typing import ClassVar, Collection, FrozenSet, List, Mapping, Optional, Sequence, Tuple, Type
 
 import libcst as cst
 from libcst import BatchableCSTVisitor
@@ -91,6 +91,10 @@ class Rule(BatchableCSTVisitor):
     """Qualified names of the functions whose calls the rule is about; if given, a file with no call
     that its imports can resolve to one of them is skipped."""
 
+    decided_on_model: ClassVar[bool] = False
+    """Whether the rule reports from the semantic model alone (:meth:`diagnose`), with fixes built
+    from LibCST parses of just the code they change, so the file itself needs no LibCST parse."""
+
     METADATA_DEPENDENCIES: ClassVar[Collection[ProviderT]] = (PositionProvider,)
 
     def __init__(self, context: FileContext) -> None:
@@ -115,22 +119,39 @@ class Rule(BatchableCSTVisitor):
         By default: the functions with a candidate call (all of the module for a rule without targets)."""
         return Reach.of(survey, cls.candidate_calls(survey)) if cls.targets else EVERYTHING
 
+    @classmethod
+    def diagnose(cls, model: SemanticModel, path: str, options: Mapping[str, object]) -> List[Diagnostic]:
+        """The findings of a rule :attr:`decided_on_model`, on the module of ``model`` read from ``path``."""
+        raise NotImplementedError(f"{cls.__name__} is a LibCST visitor")
+
+    @classmethod
+    def diagnostic(
+        cls,
+        path: str,
+        span: Tuple[int, int, int, int],
+        message: Optional[str] = None,
+        fix: Optional[FixOutcome] = None,
+    ) -> Diagnostic:
+        """A finding of this rule at ``span`` (lines from 1, columns from 0); ``fix`` is its fix, or
+        why there is none (every rule with fixes says why)."""
+        note = fix.reason if isinstance(fix, NoFix) else fix.note if fix is not None else None
+        line, column, end_line, end_column = span
+        return Diagnostic(
+            path=path,
+            start=Position(line, column + 1),
+            end=Position(end_line, end_column + 1),
+            code=cls.code,
+            name=cls.name,
+            message=message or cls.message,
+            fix=fix if isinstance(fix, Fix) else None,
+            fix_note=note,
+        )
+
     def report(self, node: cst.CSTNode, message: Optional[str] = None, fix: Optional[FixOutcome] = None) -> None:
         """Add a finding; ``fix`` is its fix, or why there is none (every rule with fixes says why)."""
         code_range: CodeRange = self.get_metadata(PositionProvider, node)
-        note = fix.reason if isinstance(fix, NoFix) else fix.note if fix is not None else None
-        self.context.diagnostics.append(
-            Diagnostic(
-                path=self.context.path,
-                start=Position(code_range.start.line, code_range.start.column + 1),
-                end=Position(code_range.end.line, code_range.end.column + 1),
-                code=self.code,
-                name=self.name,
-                message=message or self.message,
-                fix=fix if isinstance(fix, Fix) else None,
-                fix_note=note,
-            )
-        )
+        span = (code_range.start.line, code_range.start.column, code_range.end.line, code_range.end.column)
+        self.context.diagnostics.append(self.diagnostic(self.context.path, span, message, fix))
 
     def replacement_edit(self, old: cst.CSTNode, new: cst.CSTNode) -> Optional[Edit]:
         """The text edit that replaces ``old`` by ``new`` in this file."""
@@ -155,8 +176,9 @@ class Rule(BatchableCSTVisitor):
         visitor = AddImportsVisitor(CodemodContext(), [ImportItem(module, obj)])
         return Edit.between(self.context.source, visitor.transform_module(self.context.module).code)
 
+    @classmethod
     def make_fix(
-        self,
+        cls,
         applicability: Applicability,
         edits: Sequence[Optional[Edit]],
         isolation: Optional[str] = None,
@@ -164,11 +186,11 @@ class Rule(BatchableCSTVisitor):
     ) -> FixOutcome:
         """The rule's fix from these edits; ``note`` says why it is unsafe, if it is."""
         present = tuple(edit for edit in edits if edit is not None)
-        if self.fix_title is None:
+        if cls.fix_title is None:
             return NoFix("this rule has no automatic fix")
         if not present:
             return NoFix(NO_ROUND_TRIP)
-        return Fix(self.fix_title, applicability, present, isolation, note)
+        return Fix(cls.fix_title, applicability, present, isolation, note)
 
 
 NO_ROUND_TRIP = "no fix: LibCST does not reproduce this file exactly, so no edit is made"

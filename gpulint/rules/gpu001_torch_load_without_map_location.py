@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
+from typing import Callable, Iterable, Iterator, List, Mapping, Optional, Set, Tuple
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider, PositionProvider
 
-from gpulint.analysis import mapping_use
-from gpulint.analysis.mapping_use import MappingUse
 from gpulint.edits.call_args import append_keyword, may_pass_argument_in_tree
-from gpulint.engine.diagnostics import Applicability, FixOutcome, NoFix
+from gpulint.engine.diagnostics import Applicability, Diagnostic, Edit, FixOutcome, NoFix
 from gpulint.engine.reach import Reach
 from gpulint.engine.rule import FixAvailability, Rule
 from gpulint.semantic.array_data import ArrayData
+from gpulint.semantic.mapping_use import MappingUse
 from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.survey import Survey, ast_full_name
 from gpulint.semantic.torch_api import MAP_LOCATION_SLOT
@@ -31,6 +29,7 @@ NON_TENSOR_PAYLOADS = frozenset({"scheduler", "schedulers", "scaler", "rng"})
 """Words naming what a checkpoint file may hold that has no device tensors (scheduler, GradScaler
 and RNG states), as whole words of a name or string: ``SCHEDULER_NAME``, ``"rng_state.pth"``,
 never ``upscaler``."""
+OLD_MAC_LINE_BREAK = re.compile(r"\r(?!\n)")
 WORD = re.compile(r"[A-Z0-9]+(?![a-z])|[A-Z]?[a-z0-9]+")
 
 
@@ -45,14 +44,13 @@ class TorchLoadWithoutMapLocation(Rule):
     fix_availability = FixAvailability.SOMETIMES
     tokens = frozenset({"load"})
     targets = frozenset(MAP_LOCATION_SLOT)
-
-    METADATA_DEPENDENCIES = (PositionProvider, *mapping_use.METADATA_DEPENDENCIES)
+    decided_on_model = True
 
     @classmethod
-    def loads(cls, model: SemanticModel) -> Dict[Tuple[int, int, int, int], Tuple[ast.Call, str]]:
-        """The calls to report, decided on the model, by the span of their ``func``: calls of a
-        loader that pass no ``map_location``, unless what they load holds no device tensors."""
-        found = {}
+    def loads(cls, model: SemanticModel) -> List[Tuple[ast.Call, str]]:
+        """The calls to report, each with the loader's name: calls of a loader that pass no
+        ``map_location``, unless what they load holds no device tensors."""
+        found = []
         for call in model.calls():
             names = model.resolved_names(call.func)
             if not names or not names <= MAP_LOCATION_SLOT.keys():
@@ -60,55 +58,86 @@ class TorchLoadWithoutMapLocation(Rule):
             if any(may_pass_argument_in_tree(call, "map_location", MAP_LOCATION_SLOT[name]) for name in names):
                 continue
             if not _holds_no_device_tensors(model, call):
-                found[model.span(call.func)] = (call, min(names))
+                found.append((call, min(names)))
         return found
 
     @classmethod
     def reach(cls, survey: Survey) -> Reach:
-        """The functions with a call to report (LibCST builds its fix)."""
+        """The functions with a call to report."""
         assert isinstance(survey, SemanticModel)
-        return Reach.of(survey, [call for call, _ in cls.loads(survey).values()])
+        return Reach.of(survey, [call for call, _ in survey.derived(cls.loads)])
 
-    def visit_Module(self, node: cst.Module) -> None:
-        model = self.context.model
-        self.found = {span: name for span, (_, name) in self.loads(model).items()} if model is not None else {}
+    @classmethod
+    def diagnose(cls, model: SemanticModel, path: str, options: Mapping[str, object]) -> List[Diagnostic]:
+        return [
+            cls.diagnostic(path, model.span(call), cls.message.format(func=name), cls._fix(model, path, call))
+            for call, name in model.derived(cls.loads)
+        ]
 
-    def visit_Call(self, node: cst.Call) -> None:
-        if not self.found:
-            return
-        code_range = self.get_metadata(PositionProvider, node.func)
-        name = self.found.get((code_range.start.line, code_range.start.column, code_range.end.line, code_range.end.column))
-        if name is not None:
-            self.report(node, self.message.format(func=name), self._fix(node))
-
-    def _fix(self, node: cst.Call) -> FixOutcome:
-        quote = self._quote(node)
+    @classmethod
+    def _fix(cls, model: SemanticModel, path: str, call: ast.Call) -> FixOutcome:
+        quote = _quote(model, call)
         if quote is None:
             return NoFix('`"cpu"` cannot be spelled inside f-strings nested in both quote styles before Python 3.12')
-        fixed = append_keyword(node, "map_location", cst.SimpleString(f"{quote}cpu{quote}"))
-        use = MappingUse(self, self.context.path, self.context.source, self.context.module)
-        edits = [self.replacement_edit(node, fixed)]
-        if use.only_as_mapping(node):
-            return self.make_fix(Applicability.SAFE, edits)
+        edit = _call_edit(model, call, lambda node: append_keyword(node, "map_location", cst.SimpleString(f"{quote}cpu{quote}")))
+        use = MappingUse(model, path)
+        if use.only_as_mapping(call):
+            return cls.make_fix(Applicability.SAFE, [edit])
         if use.importable is not None:
             note = f"`{use.importable}` is bound at module level, where another module may import it and use it on the GPU"
         else:
             note = "the loaded value is used other than as a state dict, so the device its tensors are on may matter"
-        return self.make_fix(Applicability.UNSAFE, edits, note=note)
+        return cls.make_fix(Applicability.UNSAFE, [edit], note=note)
 
-    def _quote(self, node: cst.Call) -> Optional[str]:
-        """The quote for ``"cpu"``: the call's own style, never one an enclosing f-string uses
-        (before Python 3.12 that ends the f-string); None if both are taken."""
-        preferred = ["'", '"'] if any(
-            isinstance(arg.value, cst.SimpleString) and arg.value.quote == "'" for arg in node.args
-        ) else ['"', "'"]
-        taken = set()
-        ancestor = self.get_metadata(ParentNodeProvider, node)
-        while not isinstance(ancestor, cst.Module):
-            if isinstance(ancestor, cst.FormattedString):
-                taken.add(ancestor.start[-1])
-            ancestor = self.get_metadata(ParentNodeProvider, ancestor)
-        return next((quote for quote in preferred if quote not in taken), None)
+
+def _call_edit(model: SemanticModel, call: ast.Call, change: Callable[[cst.Call], cst.Call]) -> Optional[Edit]:
+    """The edit that replaces ``call`` by ``change`` of it, LibCST parsing just the call's own text
+    (its layout and comments kept); None where that text is not the call (LibCST or Python's
+    positions disagree, as inside some f-strings) or does not round-trip, and in a file with
+    old Mac line breaks (a lone ``\\r``), which LibCST does not reproduce."""
+    if OLD_MAC_LINE_BREAK.search(model.source):
+        return None
+    line, column, end_line, end_column = model.span(call)
+    start, end = model.offset(line, column), model.offset(end_line, end_column)
+    text = model.source[start:end]
+    try:
+        parsed = cst.parse_expression(text)
+        same = ast.dump(ast.parse(text, mode="eval").body) == ast.dump(call)
+    except (cst.ParserSyntaxError, SyntaxError, ValueError):
+        return None
+    if not same or not isinstance(parsed, cst.Call) or _code(parsed) != text:
+        return None
+    edit = Edit.between(text, _code(change(parsed)))
+    return Edit(start + edit.start, start + edit.end, edit.content) if edit is not None else None
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module(body=[]).code_for_node(node)
+
+
+def _quote(model: SemanticModel, call: ast.Call) -> Optional[str]:
+    """The quote for ``"cpu"``: the call's own style, never one an enclosing f-string uses
+    (before Python 3.12 that ends the f-string); None if both are taken."""
+    preferred = ["'", '"'] if any(_quote_of(model, arg) == "'" for arg in call.args) else ['"', "'"]
+    taken = set()
+    ancestor = model.parent(call)
+    while ancestor is not None:
+        if isinstance(ancestor, ast.JoinedStr):
+            taken.add((_quote_of(model, ancestor) or "")[:1])
+        ancestor = model.parent(ancestor)
+    return next((quote for quote in preferred if quote not in taken), None)
+
+
+def _quote_of(model: SemanticModel, node: ast.expr) -> Optional[str]:
+    """The quote a string literal opens with after its prefix (``'``, ``\"\"\"``), None for anything else."""
+    if not (isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)))):
+        return None
+    line, column, _, _ = model.span(node)
+    text = model.source[model.offset(line, column):].lstrip("rRbBuUfF")
+    for quote in ("\"\"\"", "'''", "'", '"'):
+        if text.startswith(quote):
+            return quote
+    return None
 
 
 def _holds_no_device_tensors(model: SemanticModel, call: ast.Call) -> bool:

@@ -119,6 +119,15 @@ class SemanticModel(Survey):
         end_line, end_column = node.end_lineno, node.end_col_offset  # type: ignore[attr-defined]
         return line, self._column(line, column), end_line, self._column(end_line, end_column)
 
+    @cached_property
+    def _line_offsets(self) -> List[int]:
+        """The character offset where each line starts (index 0: line 1)."""
+        return [0, *(match.end() for match in _LINE_BREAK.finditer(self.source))]
+
+    def offset(self, line: int, column: int) -> int:
+        """The character offset of a line (from 1) and column (in characters, from 0)."""
+        return self._line_offsets[line - 1] + column
+
     # Scopes, bindings and places.
 
     @cached_property
@@ -146,6 +155,18 @@ class SemanticModel(Survey):
         if method is not None and method.owner is not None and base == method.receiver and binding.scope is method.scope:
             return Place(Binding(method.owner.scope, "self"), "." + rest if rest else "")
         return Place(binding, "." + rest if rest else "")
+
+    @cached_property
+    def _uses(self) -> Dict[Binding, List[ast.Name]]:
+        uses: Dict[Binding, List[ast.Name]] = {}
+        for name in self.nodes(ast.Name):
+            uses.setdefault(self.scope_at(name).resolve(name.id), []).append(name)
+        return uses
+
+    def uses(self, binding: Binding) -> List[ast.Name]:
+        """Every occurrence of a name that refers to ``binding`` (read, assigned or deleted), in any
+        scope of the module."""
+        return self._uses.get(binding, [])
 
     # Functions, classes and the call graph.
 
@@ -454,12 +475,16 @@ class SemanticModel(Survey):
     @cached_property
     def has_main_guard(self) -> bool:
         """Whether the module-level code has an ``if __name__ == "__main__":`` block: a program."""
-        return any(
-            isinstance(statement, ast.If) and isinstance(statement.test, ast.Compare)
-            and ast_dotted_name(statement.test.left) == "__name__"
-            and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in statement.test.comparators)
-            for statement in self.tree.body
-        )
+        return any(isinstance(statement, ast.If) and is_main_guard(statement.test) for statement in self.tree.body)
+
+    def under_main_guard(self, node: ast.AST) -> bool:
+        """Whether ``node`` is inside an ``if __name__ == "__main__":`` block."""
+        current = self.parent(node)
+        while current is not None:
+            if isinstance(current, ast.If) and is_main_guard(current.test):
+                return True
+            current = self.parent(current)
+        return False
 
     @cached_property
     def loads_weights(self) -> bool:
@@ -487,6 +512,16 @@ class SemanticModel(Survey):
             if isinstance(argument, ast.Starred):
                 return
             yield index, argument
+
+
+def is_main_guard(test: ast.expr) -> bool:
+    """``__name__ == "__main__"``, either way round."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = [test.left, test.comparators[0]]
+    names = [side for side in sides if isinstance(side, ast.Name) and side.id == "__name__"]
+    strings = [side for side in sides if isinstance(side, ast.Constant) and side.value == "__main__"]
+    return len(names) == 1 and len(strings) == 1
 
 
 class GradientWalker(ast.NodeVisitor):

@@ -8,26 +8,12 @@ says it is private: a leading underscore, or an ``__all__`` that does not list i
 
 from __future__ import annotations
 
+import ast
 import keyword
 from pathlib import PurePath
-from typing import Callable, Optional, Sequence
+from typing import List, Optional
 
-import libcst as cst
-
-Parent = Callable[[cst.CSTNode], Optional[cst.CSTNode]]
-
-
-def is_main_guard(test: cst.BaseExpression) -> bool:
-    """``__name__ == "__main__"``, either way round."""
-    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
-        return False
-    comparison = test.comparisons[0]
-    if not isinstance(comparison.operator, cst.Equal):
-        return False
-    sides = [test.left, comparison.comparator]
-    names = [side for side in sides if isinstance(side, cst.Name) and side.value == "__name__"]
-    strings = [side for side in sides if isinstance(side, cst.SimpleString) and side.evaluated_value == "__main__"]
-    return len(names) == 1 and len(strings) == 1
+from gpulint.semantic.model import SemanticModel
 
 
 def file_is_importable(path: str, source: str) -> bool:
@@ -41,38 +27,26 @@ def file_is_importable(path: str, source: str) -> bool:
     return stem.isidentifier() and not keyword.iskeyword(stem)
 
 
-def _under_main_guard(node: cst.CSTNode, parent: Parent) -> bool:
-    current: Optional[cst.CSTNode] = node
-    while current is not None and not isinstance(current, cst.Module):
-        if isinstance(current, cst.If) and is_main_guard(current.test):
-            return True
-        current = parent(current)
-    return False
-
-
-def _public_names(module: cst.Module) -> Optional[Sequence[str]]:
+def _public_names(tree: ast.Module) -> Optional[List[str]]:
     """The names ``__all__`` lists, if the module assigns it a literal list or tuple of strings."""
-    for line in module.body:
-        if not isinstance(line, cst.SimpleStatementLine):
+    for statement in tree.body:
+        if not (isinstance(statement, ast.Assign) and any(
+            isinstance(target, ast.Name) and target.id == "__all__" for target in statement.targets
+        )):
             continue
-        for small in line.body:
-            if not (isinstance(small, cst.Assign) and any(
-                isinstance(target.target, cst.Name) and target.target.value == "__all__" for target in small.targets
-            )):
-                continue
-            if isinstance(small.value, (cst.List, cst.Tuple)):
-                values = [element.value for element in small.value.elements]
-                if all(isinstance(value, cst.SimpleString) for value in values):
-                    return [str(value.evaluated_value) for value in values if isinstance(value, cst.SimpleString)]
-            return None
+        if isinstance(statement.value, (ast.List, ast.Tuple)):
+            values = statement.value.elts
+            if all(isinstance(value, ast.Constant) and isinstance(value.value, str) for value in values):
+                return [str(value.value) for value in values if isinstance(value, ast.Constant)]
+        return None
     return None
 
 
-def may_be_imported(name: cst.Name, path: str, source: str, module: cst.Module, parent: Parent) -> bool:
-    """Whether another module may import the module-level binding ``name``."""
-    if not file_is_importable(path, source) or _under_main_guard(name, parent):
+def may_be_imported(model: SemanticModel, name: ast.Name, path: str) -> bool:
+    """Whether another module may import the module-level binding ``name`` (where it is assigned)."""
+    if not file_is_importable(path, model.source) or model.under_main_guard(name):
         return False
-    if name.value.startswith("_"):
+    if name.id.startswith("_"):
         return False
-    public = _public_names(module)
-    return public is None or name.value in public
+    public = _public_names(model.tree)
+    return public is None or name.id in public

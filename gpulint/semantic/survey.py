@@ -71,6 +71,7 @@ class _Walk:
         self.scope_of: Dict[int, ast.AST] = {}
         self.function_of: Dict[int, Optional[ast.AST]] = {}
         self.functions: List[ast.AST] = []
+        self.parent: Dict[int, ast.AST] = {}
 
 
 class Survey:
@@ -83,8 +84,8 @@ class Survey:
     @cached_property
     def _walk(self) -> "_Walk":
         """In one walk: nodes by type, the ids of the nodes inside a loop of their own scope, each
-        node's scope (the innermost function, lambda, class or module around it) and its outermost
-        function."""
+        node's parent, its scope (the innermost function, lambda, class or module around it) and its
+        outermost function."""
         walk = _Walk()
         stack: List[Tuple[ast.AST, bool, ast.AST, Optional[ast.AST]]] = [(self.tree, False, self.tree, None)]
         while stack:
@@ -97,13 +98,20 @@ class Survey:
             children: Tuple[bool, ast.AST] = (False, node) if isinstance(node, _SCOPES) else (
                 inside_loop or isinstance(node, _LOOPS), scope
             )
+            kids = list(ast.iter_child_nodes(node))
+            for child in kids:
+                walk.parent[id(child)] = node
             if isinstance(node, _FUNCTIONS) and function is None:
                 walk.functions.append(node)
                 body = set(map(id, node.body))
-                stack.extend((child, *children, node if id(child) in body else None) for child in ast.iter_child_nodes(node))
+                stack.extend((child, *children, node if id(child) in body else None) for child in kids)
             else:
-                stack.extend((child, *children, function) for child in ast.iter_child_nodes(node))
+                stack.extend((child, *children, function) for child in kids)
         return walk
+
+    def parent(self, node: ast.AST) -> Optional[ast.AST]:
+        """The node ``node`` is a child of (None for the module)."""
+        return self._walk.parent.get(id(node))
 
     def nodes(self, node_type: Type[NodeType]) -> List[NodeType]:
         """Every node of exactly ``node_type``."""
