@@ -27,10 +27,11 @@ class _Analyse(cst.CSTVisitor):
         evidence = ModuleEvidence(lambda n: set())
         node.visit(evidence)
         self.modules = frozenset(evidence.modules)
-        self.analyses["<module>"] = ScopeAnalysis(self, node, self.modules)
+        self.names = self.context.names.for_owner(self)
+        self.analyses["<module>"] = ScopeAnalysis(self, node, self.names, self.modules)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.analyses[node.name.value] = ScopeAnalysis(self, node, self.modules)
+        self.analyses[node.name.value] = ScopeAnalysis(self, node, self.names, self.modules)
 
 
 def analyse(source: str) -> Dict[str, ScopeAnalysis]:

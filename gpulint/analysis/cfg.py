@@ -18,11 +18,12 @@ from libcst.metadata import (
     ComprehensionScope,
     ExpressionContext,
     ExpressionContextProvider,
-    QualifiedNameProvider,
     ScopeProvider,
 )
 
-METADATA_DEPENDENCIES = (ExpressionContextProvider, QualifiedNameProvider, ScopeProvider)
+from gpulint.analysis.names import QualifiedNames
+
+METADATA_DEPENDENCIES = (ExpressionContextProvider, ScopeProvider)
 
 NON_SUPPRESSING_CONTEXTS = frozenset({
     "open", "builtins.open", "io.open", "torch.no_grad", "torch.enable_grad", "torch.inference_mode",
@@ -174,8 +175,11 @@ def _header_parts(node: cst.CSTNode) -> List[cst.CSTNode]:
 class ControlFlowGraph:
     """Steps of one scope's body, linked by the order they may run in."""
 
-    def __init__(self, owner: MetadataDependent, body: Body, parameters: Sequence[str] = ()) -> None:
+    def __init__(
+        self, owner: MetadataDependent, body: Body, names: QualifiedNames, parameters: Sequence[str] = (),
+    ) -> None:
         self.owner = owner
+        self.names = names
         self.entry = Step(None, binds=set(parameters))
         self.exit = Step(None)
         self.steps: List[Step] = [self.entry]
@@ -248,7 +252,7 @@ class ControlFlowGraph:
         ``with`` block from any point in it. Only well-known ones are trusted not to."""
         for item in node.items:
             call = item.item.func if isinstance(item.item, cst.Call) else item.item
-            names = {q.name for q in self.owner.get_metadata(QualifiedNameProvider, call, set())}
+            names = self.names(call)
             if not names or not names <= NON_SUPPRESSING_CONTEXTS:
                 return True
         return False

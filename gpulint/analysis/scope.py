@@ -6,17 +6,18 @@ from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tup
 
 import libcst as cst
 from libcst import MetadataDependent
-from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider, Scope, ScopeProvider
+from libcst.metadata import ParentNodeProvider, PositionProvider, Scope, ScopeProvider
 
 from gpulint.analysis import cfg, dataflow
 from gpulint.analysis.cfg import ControlFlowGraph, Step
 from gpulint.analysis.escapes import escaping_names
+from gpulint.analysis.names import NameResolver, QualifiedNames
 from gpulint.analysis.tensors import ModuleEvidence, TensorLikeness, dotted_name
 from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.torch_api import MODULE_CONVERSIONS, WEIGHT_ATTRIBUTES, is_loss_module, is_module_constructor
 
 METADATA_DEPENDENCIES = (
-    *cfg.METADATA_DEPENDENCIES, ParentNodeProvider, PositionProvider, QualifiedNameProvider, ScopeProvider,
+    *cfg.METADATA_DEPENDENCIES, ParentNodeProvider, PositionProvider, ScopeProvider,
 )
 
 ScopeNode = Union[cst.Module, cst.FunctionDef]
@@ -66,6 +67,7 @@ class ScopeAnalysis:
         self,
         owner: MetadataDependent,
         node: ScopeNode,
+        names: QualifiedNames,
         modules: FrozenSet[str],
         helper_outputs: FrozenSet[Tuple[int, int, int, int]] = frozenset(),
     ) -> None:
@@ -74,7 +76,8 @@ class ScopeAnalysis:
         self.is_module = isinstance(node, cst.Module)
         self.parameters = _parameter_names(node)
         body = node if isinstance(node, cst.Module) else node.body
-        self.graph = ControlFlowGraph(owner, body, self.parameters)
+        self._qualified_names = names
+        self.graph = ControlFlowGraph(owner, body, names, self.parameters)
         scope = owner.get_metadata(ScopeProvider, body)
         assert scope is not None
         self.scope: Scope = scope
@@ -97,9 +100,6 @@ class ScopeAnalysis:
             return False
         start, end = code_range.start, code_range.end
         return (start.line, start.column, end.line, end.column) in self.helper_outputs
-
-    def _qualified_names(self, node: cst.CSTNode) -> set:
-        return {q.name for q in self.owner.get_metadata(QualifiedNameProvider, node, set())}
 
     def _small_statements(self) -> List[cst.CSTNode]:
         return [step.node for step in self.graph.steps if isinstance(step.node, cst.BaseSmallStatement)]
@@ -396,9 +396,10 @@ def enclosing_scope_node(owner: MetadataDependent, node: cst.CSTNode) -> Optiona
 class ScopeAnalyses:
     """The scope analyses of one file, each built on first request and shared by every rule."""
 
-    def __init__(self, module: cst.Module, model: Optional[SemanticModel]) -> None:
+    def __init__(self, module: cst.Module, model: Optional[SemanticModel], names: NameResolver) -> None:
         self.module = module
         self.model = model
+        self.names = names
         self.modules = model.modules if model is not None else None
         """The dotted names the file treats as modules (from the semantic model; None: learn them
         from the LibCST tree, where Python's own parser rejects the file)."""
@@ -410,10 +411,11 @@ class ScopeAnalyses:
         if scope_node is None:
             return None
         if scope_node not in self._built:
+            names = self.names.for_owner(owner)
             if self.modules is None:
-                evidence = ModuleEvidence(lambda n: {q.name for q in owner.get_metadata(QualifiedNameProvider, n, set())})
+                evidence = ModuleEvidence(names)
                 self.module.visit(evidence)
                 self.modules = frozenset(evidence.modules)
             helper_outputs = self.model.forward_output_calls if self.model is not None else frozenset()
-            self._built[scope_node] = ScopeAnalysis(owner, scope_node, self.modules, helper_outputs)
+            self._built[scope_node] = ScopeAnalysis(owner, scope_node, names, self.modules, helper_outputs)
         return self._built[scope_node]

@@ -14,6 +14,7 @@ from typing import Callable, FrozenSet, Iterable, List, Optional, Set
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
+from gpulint.analysis.names import QualifiedNames
 from gpulint.semantic.torch_api import (
     FLOAT_DTYPES,
     INDEX_METHODS,
@@ -40,7 +41,6 @@ MODULE_OUTPUT_METHODS = frozenset({"forward", "generate"})
 """Module methods whose result is the module's output: ``nn.Module.forward``, and transformers'
 ``generate``."""
 
-QualifiedNames = Callable[[cst.CSTNode], Set[str]]
 
 
 def dotted_name(node: cst.CSTNode) -> Optional[str]:

@@ -12,6 +12,7 @@ import libcst as cst
 from libcst import BatchableCSTVisitor
 from libcst.metadata import CodeRange, PositionProvider, ProviderT
 
+from gpulint.analysis.names import NameResolver
 from gpulint.analysis.scope import ScopeAnalyses
 from gpulint.engine.diagnostics import Applicability, Diagnostic, Edit, Fix, FixOutcome, NoFix, Position
 from gpulint.edits.import_placement import STDLIB, add_stdlib_import
@@ -46,12 +47,20 @@ class FileContext:
     """The file's semantic model, built on the whole file (None where Python's parser rejects it)."""
     _round_trips: Optional[bool] = None
     _analyses: Optional[ScopeAnalyses] = None
+    _names: Optional[NameResolver] = None
+
+    @property
+    def names(self) -> NameResolver:
+        """Qualified names of the module's nodes (from the model where there is one)."""
+        if self._names is None:
+            self._names = NameResolver(self.module, self.model)
+        return self._names
 
     @property
     def analyses(self) -> ScopeAnalyses:
         """The file's per-scope analyses, shared by the rules that read them."""
         if self._analyses is None:
-            self._analyses = ScopeAnalyses(self.module, self.model)
+            self._analyses = ScopeAnalyses(self.module, self.model, self.names)
         return self._analyses
 
     @property
@@ -146,6 +155,10 @@ class Rule(BatchableCSTVisitor):
             fix=fix if isinstance(fix, Fix) else None,
             fix_note=note,
         )
+
+    def qualified_names(self, node: cst.CSTNode) -> FrozenSet[str]:
+        """The qualified names of a name or attribute chain of the module (``torch.cuda.empty_cache``)."""
+        return self.context.names.of(self, node)
 
     def report(self, node: cst.CSTNode, message: Optional[str] = None, fix: Optional[FixOutcome] = None) -> None:
         """Add a finding; ``fix`` is its fix, or why there is none (every rule with fixes says why)."""

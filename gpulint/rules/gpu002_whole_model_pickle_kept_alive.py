@@ -6,7 +6,7 @@ import ast
 from typing import List, Optional, Sequence, Set, Tuple, Union, cast
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
+from libcst.metadata import ParentNodeProvider, PositionProvider
 
 from gpulint.edits import statements
 from gpulint.edits.statements import MODULE_LEVEL_DELETION, NO_STATEMENT_BOUNDARY, NOT_DELETABLE
@@ -84,7 +84,7 @@ class WholeModelPickleKeptAlive(Rule):
         return self.get_metadata(ParentNodeProvider, node)
 
     def visit_Call(self, node: cst.Call) -> None:
-        names = {q.name for q in self.get_metadata(QualifiedNameProvider, node.func, set())}
+        names = self.qualified_names(node.func)
         if not names or not names <= LOADERS:
             return
         binding = self._binding(node)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import List
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider, PositionProvider, QualifiedNameProvider
+from libcst.metadata import ParentNodeProvider, PositionProvider
 
 from gpulint.edits import statements
 from gpulint.edits.statements import MODULE_LEVEL_DELETION, NO_STATEMENT_BOUNDARY, NOT_DELETABLE
@@ -35,7 +35,7 @@ class EmptyCacheWithLiveReferences(Rule):
     METADATA_DEPENDENCIES = (PositionProvider, *scope.METADATA_DEPENDENCIES, *statements.METADATA_DEPENDENCIES)
 
     def visit_Call(self, node: cst.Call) -> None:
-        names = {q.name for q in self.get_metadata(QualifiedNameProvider, node.func, set())}
+        names = self.qualified_names(node.func)
         if not names or not names <= EMPTY_CACHE:
             return
         statement = self.get_metadata(ParentNodeProvider, node)

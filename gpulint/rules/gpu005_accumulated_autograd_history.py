@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Iterator, List, Optional, Set, Tuple, Union
+from typing import FrozenSet, Iterator, List, Optional, Set, Tuple, Union
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider
@@ -82,8 +82,8 @@ class AccumulatedAutogradHistory(Rule):
     def _parent(self, node: cst.CSTNode) -> cst.CSTNode:
         return self.get_metadata(ParentNodeProvider, node)
 
-    def _names(self, node: cst.CSTNode) -> set:
-        return {q.name for q in self.get_metadata(scope.QualifiedNameProvider, node, set())}
+    def _names(self, node: cst.CSTNode) -> FrozenSet[str]:
+        return self.qualified_names(node)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         """``total += loss``, and ``logs["loss"] += loss`` (whatever the key: ``+=`` accumulates)."""

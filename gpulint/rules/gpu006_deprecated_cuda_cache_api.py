@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Dict, Tuple
 
 import libcst as cst
-from libcst.metadata import PositionProvider, QualifiedNameProvider
+from libcst.metadata import PositionProvider
 
 from gpulint.engine.diagnostics import Applicability, FixOutcome, NoFix
 from gpulint.engine.rule import FixAvailability, Rule
@@ -35,10 +35,10 @@ class DeprecatedCudaCacheApi(Rule):
     tokens = frozenset({"memory_cached", "reset_max_memory_allocated"})
     targets = frozenset(REPLACEMENTS)
 
-    METADATA_DEPENDENCIES = (PositionProvider, QualifiedNameProvider)
+    METADATA_DEPENDENCIES = (PositionProvider,)
 
     def visit_Call(self, node: cst.Call) -> None:
-        names = {q.name for q in self.get_metadata(QualifiedNameProvider, node.func, set())}
+        names = self.qualified_names(node.func)
         if len(names) != 1 or not names <= REPLACEMENTS.keys():
             return
         (old,) = names

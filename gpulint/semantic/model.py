@@ -12,6 +12,7 @@ knows of rules.
 from __future__ import annotations
 
 import ast
+import builtins
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -24,6 +25,7 @@ from gpulint.semantic.survey import Survey, ast_dotted_name, ast_full_name, is_f
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 Derived = TypeVar("Derived")
+_BUILTINS = frozenset(dir(builtins))
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 GRAD_OFF_WORDS = ("no_grad", "inference_mode")
@@ -303,6 +305,20 @@ class SemanticModel(Survey):
         if head not in binding.scope.bound:
             found.update(f"{module}.{dotted}" for module in self.imports.star_modules)
         return frozenset(found)
+
+    @cached_property
+    def _names_by_span(self) -> Dict[Tuple[int, int, int, int], ast.AST]:
+        return {self.span(node): node for node in [*self.nodes(ast.Name), *self.nodes(ast.Attribute)]}
+
+    def names_at(self, span: Tuple[int, int, int, int]) -> FrozenSet[str]:
+        """:meth:`resolved_names` of the name or attribute chain at ``span`` (see :meth:`span`), and
+        ``builtins.open`` for a builtin no scope rebinds."""
+        node = self._names_by_span.get(span)
+        if node is None:
+            return frozenset()
+        if isinstance(node, ast.Name) and node.id in _BUILTINS and node.id not in self.scope_at(node).resolve(node.id).scope.bound:
+            return frozenset({f"builtins.{node.id}"}) | self.resolved_names(node)
+        return self.resolved_names(node)
 
     def turns_grad_off(self, expression: ast.AST) -> bool:
         """``torch.no_grad()``, ``torch.no_grad`` (a decorator), ``torch.inference_mode()``,
