@@ -178,3 +178,32 @@ def test_match_statements_and_prefilter_agree():
     source = "import json\nimport torch\nmatch c:\n    case 1:\n        json.load(f)\n        torch.load(f)\n"
     assert lint_source(source, "x.py", ALL_RULES) == lint_source(source, "x.py", ALL_RULES, prefilter=False)
     assert [d.start.line for d in lint_source(source, "x.py", ALL_RULES)] == [6]
+
+
+def test_a_rule_decided_on_the_model_needs_no_libcst_parse_of_the_file(monkeypatch):
+    """GPU001 reports from the semantic model, and LibCST parses only the call its fix changes."""
+    source = (
+        "import torch\n\n\ndef helper(net, path):\n    other = 1\n"
+        "    net.load_state_dict(torch.load(path))  # keep\n\n\ndef unrelated():\n    return 2\n"
+    )
+
+    def refuse(text, *args, **kwargs):
+        raise AssertionError("the whole file was parsed with LibCST")
+
+    monkeypatch.setattr(cst, "parse_module", refuse)
+    [diagnostic] = lint_source(source, "x.py", [GPU001])
+    assert (diagnostic.code, diagnostic.start.line, diagnostic.start.column) == ("GPU001", 6, 25)
+    assert diagnostic.fix is not None and diagnostic.fix.applicability is Applicability.SAFE
+    [edit] = diagnostic.fix.edits
+    assert source[: edit.start] + edit.content + source[edit.end :] == source.replace(
+        "torch.load(path)", 'torch.load(path, map_location="cpu")'
+    )
+
+
+def test_a_visitor_rule_still_parses_the_file(monkeypatch):
+    """The reference point of the test above: a LibCST visitor rule does parse the file."""
+    parsed = []
+    original = cst.parse_module
+    monkeypatch.setattr(cst, "parse_module", lambda text, *a, **k: parsed.append(text) or original(text, *a, **k))
+    lint_source("import torch\ntorch.cuda.memory_cached()\n", "x.py", ALL_RULES)
+    assert parsed
