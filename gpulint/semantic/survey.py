@@ -87,26 +87,30 @@ class Survey:
         node's parent, its scope (the innermost function, lambda, class or module around it) and its
         outermost function."""
         walk = _Walk()
+        by_type, scope_of, function_of, parent = walk.by_type, walk.scope_of, walk.function_of, walk.parent
         stack: List[Tuple[ast.AST, bool, ast.AST, Optional[ast.AST]]] = [(self.tree, False, self.tree, None)]
+        push, pop = stack.append, stack.pop
         while stack:
-            node, inside_loop, scope, function = stack.pop()
-            walk.by_type[type(node)].append(node)
-            walk.scope_of[id(node)] = scope
-            walk.function_of[id(node)] = function
+            node, inside_loop, scope, function = pop()
+            key = id(node)
+            by_type[type(node)].append(node)
+            scope_of[key] = scope
+            function_of[key] = function
             if inside_loop:
-                walk.in_loop.add(id(node))
-            children: Tuple[bool, ast.AST] = (False, node) if isinstance(node, _SCOPES) else (
-                inside_loop or isinstance(node, _LOOPS), scope
-            )
-            kids = list(ast.iter_child_nodes(node))
-            for child in kids:
-                walk.parent[id(child)] = node
-            if isinstance(node, _FUNCTIONS) and function is None:
+                walk.in_loop.add(key)
+            child_scope: ast.AST = node if isinstance(node, _SCOPES) else scope
+            child_loop = not isinstance(node, _SCOPES) and (inside_loop or isinstance(node, _LOOPS))
+            body: Optional[Set[int]] = None
+            if function is None and isinstance(node, _FUNCTIONS):
                 walk.functions.append(node)
                 body = set(map(id, node.body))
-                stack.extend((child, *children, node if id(child) in body else None) for child in kids)
-            else:
-                stack.extend((child, *children, function) for child in kids)
+            for field_name in node._fields:
+                value = getattr(node, field_name, None)
+                for child in value if isinstance(value, list) else (value,):
+                    if isinstance(child, ast.AST):
+                        parent[id(child)] = node
+                        owner = function if body is None else node if id(child) in body else None
+                        push((child, child_loop, child_scope, owner))
         return walk
 
     def parent(self, node: ast.AST) -> Optional[ast.AST]:
