@@ -52,6 +52,8 @@ class TorchLoadWithoutMapLocation(Rule):
         ``map_location``, unless what they load holds no device tensors."""
         found = []
         for call in model.calls():
+            if not model.qualified_names(call.func) & MAP_LOCATION_SLOT.keys():
+                continue  # the import table's superset: no binding needs resolving
             names = model.resolved_names(call.func)
             if not names or not names <= MAP_LOCATION_SLOT.keys():
                 continue
