@@ -21,6 +21,7 @@ from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence
 from gpulint.semantic import torch_api
 from gpulint.semantic.scopes import FUNCTIONS, Binding, Scope, build_scopes
 from gpulint.semantic.import_table import ImportTable
+from gpulint.semantic.visitor import Visitor
 from gpulint.semantic.survey import Survey, ast_dotted_name, ast_full_name, is_false_constant
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
@@ -540,7 +541,7 @@ def is_main_guard(test: ast.expr) -> bool:
     return len(names) == 1 and len(strings) == 1
 
 
-class GradientWalker(ast.NodeVisitor):
+class GradientWalker(Visitor):
     """Walks a module in source order, knowing the function each node is in and whether a grad-off
     context or decorator is lexically around it (``guards``); subclasses hear of each function
     entered and left."""

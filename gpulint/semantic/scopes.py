@@ -13,6 +13,8 @@ import ast
 from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Optional, Set, Union
 
+from gpulint.semantic.visitor import Visitor
+
 ScopeNode = Union[
     ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda,
     ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp,
@@ -86,7 +88,7 @@ class Binding:
         return f"Binding({type(self.scope.node).__name__}:{getattr(self.scope.node, 'name', '')}, {self.name!r})"
 
 
-class _Builder(ast.NodeVisitor):
+class _Builder(Visitor):
     """Builds the scope tree and records, for every node, the scope it is evaluated in."""
 
     def __init__(self, module: ast.Module) -> None:
