@@ -207,3 +207,22 @@ def test_a_visitor_rule_still_parses_the_file(monkeypatch):
     monkeypatch.setattr(cst, "parse_module", lambda text, *a, **k: parsed.append(text) or original(text, *a, **k))
     lint_source("import torch\ntorch.cuda.memory_cached()\n", "x.py", ALL_RULES)
     assert parsed
+
+
+def test_gpu001_fix_in_a_crlf_file_keeps_its_line_breaks():
+    source = "import torch\r\ndef f(p):\r\n    return torch.load(\r\n        p,\r\n    )\r\n"
+    [diagnostic] = lint_source(source, "x.py", [GPU001])
+    assert diagnostic.fix is not None
+    fixed = fix_text(source, lambda text: lint_source(text, "x.py", [GPU001]), {Applicability.SAFE, Applicability.UNSAFE}).text
+    assert fixed == source.replace("        p,\r\n", '        p,\r\n        map_location="cpu",\r\n')
+
+
+def test_gpu001_offers_no_fix_inside_an_f_string_joined_with_literals_of_the_other_quote():
+    source = (
+        "import torch\n\n\ndef restore(model, path):\n"
+        "    print('restored: ' f\"{model.load_state_dict(torch.load(path))}\")\n"
+        "    print(f\"it is {torch.load(path)}\")\n"
+    )
+    joined, single = lint_source(source, "x.py", [GPU001])
+    assert joined.fix is None and "both quote styles" in (joined.fix_note or "")
+    assert single.fix is not None and "map_location='cpu'" in single.fix.edits[0].content

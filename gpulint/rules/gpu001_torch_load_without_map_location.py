@@ -80,7 +80,7 @@ class TorchLoadWithoutMapLocation(Rule):
     def _fix(cls, model: SemanticModel, path: str, call: ast.Call) -> FixOutcome:
         quote = _quote(model, call)
         if quote is None:
-            return NoFix('`"cpu"` cannot be spelled inside f-strings nested in both quote styles before Python 3.12')
+            return NoFix('`"cpu"` cannot be spelled inside an f-string whose text uses both quote styles before Python 3.12')
         edit = _call_edit(model, call, lambda node: append_keyword(node, "map_location", cst.SimpleString(f"{quote}cpu{quote}")))
         use = MappingUse(model, path)
         if use.only_as_mapping(call):
@@ -107,32 +107,38 @@ def _call_edit(model: SemanticModel, call: ast.Call, change: Callable[[cst.Call]
         same = ast.dump(ast.parse(text, mode="eval").body) == ast.dump(call)
     except (cst.ParserSyntaxError, SyntaxError, ValueError):
         return None
-    if not same or not isinstance(parsed, cst.Call) or _code(parsed) != text:
+    newline = "\r\n" if "\r\n" in text else "\n"
+    if not same or not isinstance(parsed, cst.Call) or _code(parsed, newline) != text:
         return None
-    edit = Edit.between(text, _code(change(parsed)))
+    edit = Edit.between(text, _code(change(parsed), newline))
     return Edit(start + edit.start, start + edit.end, edit.content) if edit is not None else None
 
 
-def _code(node: cst.CSTNode) -> str:
-    return cst.Module(body=[]).code_for_node(node)
+def _code(node: cst.CSTNode, newline: str) -> str:
+    return cst.Module(body=[], default_newline=newline).code_for_node(node)
 
 
 def _quote(model: SemanticModel, call: ast.Call) -> Optional[str]:
-    """The quote for ``"cpu"``: the call's own style, never one an enclosing f-string uses
-    (before Python 3.12 that ends the f-string); None if both are taken."""
+    """The quote for ``"cpu"``: the call's own style, never one that an enclosing f-string's text
+    holds outside the call (before Python 3.12 an f-string's own quote ends it; an f-string joined
+    with other literals, ``'a: ' f"{x}"``, counts with all their quotes); None if both are taken."""
     preferred = ["'", '"'] if any(_quote_of(model, arg) == "'" for arg in call.args) else ['"', "'"]
-    taken = set()
+    line, column, end_line, end_column = model.span(call)
+    start, end = model.offset(line, column), model.offset(end_line, end_column)
+    taken: Set[str] = set()
     ancestor = model.parent(call)
     while ancestor is not None:
         if isinstance(ancestor, ast.JoinedStr):
-            taken.add((_quote_of(model, ancestor) or "")[:1])
+            outer_line, outer_column, outer_end_line, outer_end_column = model.span(ancestor)
+            text = model.source[model.offset(outer_line, outer_column):start] + model.source[end:model.offset(outer_end_line, outer_end_column)]
+            taken.update(quote for quote in ("'", '"') if quote in text)
         ancestor = model.parent(ancestor)
     return next((quote for quote in preferred if quote not in taken), None)
 
 
 def _quote_of(model: SemanticModel, node: ast.expr) -> Optional[str]:
     """The quote a string literal opens with after its prefix (``'``, ``\"\"\"``), None for anything else."""
-    if not (isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)))):
+    if not (isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes))):
         return None
     line, column, _, _ = model.span(node)
     text = model.source[model.offset(line, column):].lstrip("rRbBuUfF")
@@ -159,7 +165,7 @@ def _holds_no_device_tensors(model: SemanticModel, call: ast.Call) -> bool:
     scope: ast.AST = function.node if function is not None else model.tree
     if _downloaded(model, scope, loaded):
         return True
-    return model.derived(ArrayData).reaches_array_consumer(call)
+    return model.derived(ArrayData).is_array_data(call)
 
 
 def _words_in(node: ast.AST) -> List[str]:
@@ -201,7 +207,7 @@ def _downloaded(model: SemanticModel, scope: ast.AST, loaded: ast.expr) -> bool:
     """Whether the scope's own code binds the loaded name to what a download call returns, or runs
     a download under an ``if`` that tests the loaded file: its name, or the string it holds."""
     name = loaded.id if isinstance(loaded, ast.Name) else None
-    path = _string_value(scope, loaded)
+    path = _string_value(model, loaded)
     for node in _own_statements(scope):
         if name is not None and isinstance(node, ast.Assign) and any(
             isinstance(t, ast.Name) and t.id == name for t in node.targets
@@ -217,21 +223,25 @@ def _downloaded(model: SemanticModel, scope: ast.AST, loaded: ast.expr) -> bool:
     return False
 
 
-def _string_value(scope: ast.AST, loaded: ast.expr) -> Optional[str]:
-    """The path a load reads, where the code spells it: a string, or a name the scope only ever
-    binds to one string."""
+def _string_value(model: SemanticModel, loaded: ast.expr) -> Optional[str]:
+    """The path a load reads, where the code spells it: a string, or a name whose every binding
+    is an assignment of that one string (not a parameter, import, loop or ``with`` target)."""
     if isinstance(loaded, ast.Constant) and isinstance(loaded.value, str):
         return loaded.value
     if not isinstance(loaded, ast.Name):
         return None
+    binding = model.scope_at(loaded).resolve(loaded.id)
+    if binding.name in binding.scope.parameters or model.resolved_names(loaded):
+        return None
     values: Set[object] = set()
-    for node in _own_statements(scope):
-        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if any(isinstance(part, ast.Name) and part.id == loaded.id for t in targets for part in ast.walk(t)):
-                value = getattr(node, "value", None)
-                single = len(targets) == 1 and isinstance(targets[0], ast.Name) and not isinstance(node, ast.AugAssign)
-                values.add(value.value if single and isinstance(value, ast.Constant) else None)
+    for use in model.uses(binding):
+        if isinstance(use.ctx, ast.Load):
+            continue
+        statement = model.parent(use)
+        single = isinstance(statement, ast.Assign) and statement.targets == [use]
+        single = single or (isinstance(statement, ast.AnnAssign) and statement.target is use)
+        value = getattr(statement, "value", None) if single else None
+        values.add(value.value if isinstance(value, ast.Constant) else None)
     only = values.pop() if len(values) == 1 else None
     return only if isinstance(only, str) else None
 

@@ -1,29 +1,26 @@
-"""Values the module shows to be numpy arrays: parts of a value that reach a consumer that takes
-numpy arrays and never tensors.
+"""Payloads the module shows to be numpy arrays: every use of them is one that only numpy arrays allow.
 
-``torch.from_numpy(data[3:, :-1])``, ``cv2.filter2D(image, -1, kernels[k])`` and
-``labels["classes"].astype(int)`` raise for any tensor, on the CPU or not, so a value that reaches
-one, as the program runs, is no tensor: a payload read this way is array data. (A consumer that takes
-CPU tensors too, such as ``np.stack``, matplotlib or ``.numpy()``, shows only that the program needs
-the value on the CPU, which for a loaded tensor rests on where it was saved.) A value is followed by
-binding (:class:`~gpulint.semantic.model.Place`, ``self.<attr>`` by class) through subscripts,
-``.get(...)``, attributes other than a tensor's metadata, methods that keep a tensor where it is
-(``.mean(1)``), and arithmetic in the consumer's arguments; a name counts as a part only if every
-assignment to it assigns a part. Nothing is followed through ``.cpu()``, ``.to(...)``, calls of
-functions, or a metadata attribute (``x.shape`` says nothing of ``x``).
+``torch.from_numpy(data[3:, :-1])`` and ``labels["classes"].astype(int)`` raise for anything but a
+numpy array (a tensor, on the CPU or not, a number, a string), so a value that reaches one, as the
+program runs, is an array. A payload counts as array data only when every use of it reaches one
+(a checkpoint with one numpy entry beside its state dict does not): the value is followed by binding
+(:class:`~gpulint.semantic.model.Place`, ``self.<attr>`` by class) through subscripts, ``.get(...)``,
+attributes other than a tensor's metadata, methods that keep a tensor where it is (``.mean(1)``),
+assignments to names whose every assignment assigns a part, and loops over it; any other use
+(passed to a function, written into, returned) ends the case. Consumers that take CPU tensors too
+(numpy's functions, matplotlib, ``.numpy()``) or other values too (OpenCV's functions take numbers
+and strings) are no such sign.
 """
 
 from __future__ import annotations
 
 import ast
 from functools import cached_property
-from typing import Dict, Iterator, List, Optional, Set
+from typing import Dict, Iterator, List, Optional, Set, Union
 
 from gpulint.semantic import torch_api
 from gpulint.semantic.model import Place, SemanticModel
 
-ARRAY_ONLY_LIBRARIES = ("cv2.",)
-"""Libraries whose functions take numpy arrays and reject tensors (OpenCV)."""
 MAPPING_READS = frozenset({"get", "pop"})
 """Methods that read a value out of a mapping."""
 METADATA_ATTRIBUTES = torch_api.NON_TENSOR_ATTRIBUTES | torch_api.TENSOR_SHAPE_METHODS | {"size", "itemsize", "nbytes"}
@@ -38,12 +35,67 @@ class ArrayData:
     def __init__(self, model: SemanticModel) -> None:
         self.model = model
 
-    def reaches_array_consumer(self, value: ast.expr) -> bool:
-        """Whether a part of what ``value`` evaluates to (a call, typically a load) reaches a
-        consumer that takes only numpy arrays, through the names and ``self.<attr>`` it is
-        assigned to."""
+    def is_array_data(self, value: ast.expr) -> bool:
+        """Whether every use of what ``value`` evaluates to (a load, typically), through the names
+        and ``self.<attr>`` it is assigned to, is one that only numpy arrays allow (and there is one)."""
         parts = self._parts(value)
-        return any(self._root(argument) in parts or self._root(argument) is value for argument in self._consumed)
+        occurrences: List[ast.expr] = [value, *(node for place in parts for node in self._occurrences.get(place, ()))]
+        consumed = False
+        for node in occurrences:
+            use = self._use(self._outermost_part(node), parts)
+            if use is None:
+                return False
+            consumed = consumed or use
+        return consumed
+
+    def _outermost_part(self, node: ast.expr) -> ast.expr:
+        """The largest expression around ``node`` that reads a part of it (``data[0].mean(1)``)."""
+        while True:
+            parent = self.model.parent(node)
+            if isinstance(parent, ast.Subscript) and parent.value is node:
+                node = parent
+            elif isinstance(parent, ast.Attribute) and parent.value is node and parent.attr not in METADATA_ATTRIBUTES:
+                call = self.model.parent(parent)
+                if parent.attr in torch_api.ARRAY_ONLY_METHODS:
+                    return node
+                if isinstance(call, ast.Call) and call.func is parent and (
+                    parent.attr in MAPPING_READS or parent.attr in torch_api.DEVICE_KEEPING_TENSOR_METHODS
+                ):
+                    node = call
+                elif isinstance(call, ast.Call) and call.func is parent:
+                    return node
+                else:
+                    node = parent
+            else:
+                return node
+
+    def _use(self, part: ast.expr, parts: Set[Place]) -> Optional[bool]:
+        """What the program does with ``part``: True, a use only numpy arrays allow; False, it
+        assigns or iterates it into a part; None, anything else."""
+        parent = self.model.parent(part)
+        if isinstance(parent, ast.Call) and parent.args == [part] and not parent.keywords:
+            names = self.model.resolved_names(parent.func)
+            return True if names and names <= torch_api.ARRAY_ONLY_FUNCTIONS else None
+        if isinstance(parent, ast.Attribute) and parent.value is part and parent.attr in torch_api.ARRAY_ONLY_METHODS:
+            return True
+        if isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent.value is part:
+            targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
+            return False if all(self.model.place(target) in parts for target in targets) else None
+        if isinstance(parent, (ast.For, ast.AsyncFor, ast.comprehension)) and parent.iter is part:
+            return False if self.model.place(parent.target) in parts else None
+        return None
+
+    @cached_property
+    def _occurrences(self) -> Dict[Place, List[ast.expr]]:
+        """Where the module reads each place (names and attribute chains in a load context)."""
+        found: Dict[Place, List[ast.expr]] = {}
+        names: List[Union[ast.Name, ast.Attribute]] = [*self.model.nodes(ast.Name), *self.model.nodes(ast.Attribute)]
+        for node in names:
+            if isinstance(node.ctx, ast.Load):
+                place = self.model.place(node)
+                if place is not None and place in self._sites:
+                    found.setdefault(place, []).append(node)
+        return found
 
     def _parts(self, value: ast.expr) -> Set[Place]:
         """The places that hold ``value`` or a part of it: every assignment to them assigns one (the
@@ -144,36 +196,3 @@ class ArrayData:
     def _all(self, types: tuple) -> Iterator[ast.AST]:
         for node_type in types:
             yield from self.model.nodes(node_type)
-
-    @cached_property
-    def _consumed(self) -> List[ast.expr]:
-        """Every expression a consumer that rejects tensors is given: the arguments of
-        ``torch.from_numpy`` and of OpenCV's functions (and what they are computed from by arithmetic),
-        and the receiver of a method tensors lack (``.astype``)."""
-        consumed: List[ast.expr] = []
-        for call in self.model.calls():
-            names = self.model.resolved_names(call.func)
-            if names and all(n in torch_api.ARRAY_ONLY_FUNCTIONS or n.startswith(ARRAY_ONLY_LIBRARIES) for n in names):
-                for argument in [*call.args, *(keyword.value for keyword in call.keywords)]:
-                    consumed.extend(_operands(argument))
-            elif isinstance(call.func, ast.Attribute) and call.func.attr in torch_api.ARRAY_ONLY_METHODS:
-                consumed.append(call.func.value)
-        return consumed
-
-
-def _operands(expression: ast.expr) -> Iterator[ast.expr]:
-    """The values an argument is computed from by arithmetic and displays: ``(a - r, b + r)`` gives
-    ``a``, ``r``, ``b`` and ``r``."""
-    if isinstance(expression, (ast.Tuple, ast.List)):
-        for element in expression.elts:
-            yield from _operands(element)
-    elif isinstance(expression, ast.Starred):
-        yield from _operands(expression.value)
-    elif isinstance(expression, ast.BinOp):
-        yield from _operands(expression.left)
-        yield from _operands(expression.right)
-    elif isinstance(expression, ast.UnaryOp):
-        yield from _operands(expression.operand)
-    else:
-        yield expression
-
