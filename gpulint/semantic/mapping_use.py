@@ -16,6 +16,7 @@ from typing import FrozenSet, Optional, Set
 from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.module_bindings import may_be_imported
 from gpulint.semantic.scopes import Binding
+from gpulint.semantic.survey import is_false_constant
 
 TENSOR_METADATA = frozenset({"shape", "dtype", "ndim", "size", "dim", "numel"})
 """What a comprehension's filter may read of a value without its device mattering."""
@@ -62,7 +63,7 @@ class MappingUse:
             return False
         if len(call.args) > 2:
             return False
-        if any(k.arg == "assign" and not (isinstance(k.value, ast.Constant) and k.value.value is False) for k in call.keywords):
+        if any(k.arg == "assign" and not is_false_constant(k.value) for k in call.keywords):
             return False
         if keyword is not None:
             return keyword == "state_dict"
