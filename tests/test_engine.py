@@ -70,7 +70,7 @@ def test_import_table_qualified_names():
 
 def test_survey_gate_needs_a_call_that_imports_resolve_to_a_target():
     def fires(source: str) -> bool:
-        return bool(GPU001.reach(SemanticModel(ast.parse(source), source)))
+        return bool(GPU001.seeds(SemanticModel(ast.parse(source), source)))
 
     assert fires("import torch\nx = (torch  # c\n    .load)(p)\n")
     assert fires("from torch import load as fetch\nfetch(p)\n")

@@ -15,7 +15,7 @@ from libcst.metadata import MetadataWrapper
 from gpulint.engine.blanking import blank_bodies
 from gpulint.engine.diagnostics import Diagnostic
 from gpulint.engine.noqa import filter_suppressed
-from gpulint.engine.reach import Reach
+from gpulint.engine.reach import Reach, closure
 from gpulint.engine.rule import FileContext, Rule
 from gpulint.engine.source import quiet_compile
 from gpulint.semantic.model import SemanticModel
@@ -65,7 +65,7 @@ def lint_source(
     if not prefilter:
         found = _lint(source, source, path, visitors, options, model) if visitors else []
         return _sorted(found + _diagnose(model, path, candidates, options))
-    reaches = {rule: rule.reach(model) for rule in candidates}
+    reaches = {rule: closure(model, rule.seeds(model)) for rule in candidates}
     candidates = [rule for rule in candidates if reaches[rule]]
     if not candidates:
         return []

@@ -1,18 +1,20 @@
-"""How much of a module a rule must read to decide it: nothing, the module-level code and some
-functions, or everything.
+"""How much of a module a rule must read to decide it: the closure of the seeds it declares.
 
-Most of what a rule decides about a function, it decides from that function's body; what it learns
-across the module (which names are modules, which functions only run without gradients...) comes
-from a few functions the survey can name. A rule's :meth:`~gpulint.engine.rule.Rule.reach` says which
-outermost functions it reads; the engine blanks the bodies of all the others before LibCST resolves
-scopes and names, the costly part of a lint, and the findings stay the same.
+A rule declares its seeds (:meth:`~gpulint.engine.rule.Rule.seeds`): the nodes where it may report,
+decided on the semantic model. Everything a rule learns across functions (which names are modules,
+where gradients are off, which functions' results a backward pass starts from...) it reads from the
+model, so LibCST must read only the code around the seeds: the module-level code and each outermost
+function that holds one, or the whole module for a seed in module-level code (whose analysis reads
+what every function binds). :func:`closure` computes that the same way for every rule; the engine
+blanks the bodies of all other functions before LibCST resolves scopes and names, the costly part
+of a lint, and the findings stay the same.
 """
 
 from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import FrozenSet, Iterable
+from typing import FrozenSet, Iterable, Optional
 
 from gpulint.semantic.survey import Survey
 
@@ -24,17 +26,6 @@ class Reach:
     functions: FrozenSet[ast.AST] = frozenset()
     whole_module: bool = False
 
-    @classmethod
-    def of(cls, survey: Survey, nodes: Iterable[ast.AST]) -> "Reach":
-        """The functions around ``nodes``; the whole module if one of them is module-level code."""
-        functions = set()
-        for node in nodes:
-            function = survey.function_of(node)
-            if function is None:
-                return EVERYTHING
-            functions.add(function)
-        return cls(frozenset(functions))
-
     def __bool__(self) -> bool:
         """Whether the rule may fire at all."""
         return self.whole_module or bool(self.functions)
@@ -44,15 +35,19 @@ class Reach:
             return EVERYTHING
         return Reach(self.functions | other.functions)
 
-    def including(self, functions: Iterable[ast.AST]) -> "Reach":
-        """This reach and ``functions``, if it reads anything."""
-        return self | Reach(frozenset(functions)) if self else self
-
-    def around(self, survey: Survey, nodes: Iterable[ast.AST]) -> "Reach":
-        """This reach and the functions around ``nodes`` (module-level code is always read), if it
-        reads anything."""
-        return self.including(function for function in map(survey.function_of, nodes) if function is not None)
-
 
 NOTHING = Reach()
 EVERYTHING = Reach(whole_module=True)
+
+
+def closure(survey: Survey, seeds: Optional[Iterable[ast.AST]]) -> Reach:
+    """What a rule with these seeds must read (None: it may fire anywhere, so everything)."""
+    if seeds is None:
+        return EVERYTHING
+    functions = set()
+    for node in seeds:
+        function = survey.function_of(node)
+        if function is None:
+            return EVERYTHING
+        functions.add(function)
+    return Reach(frozenset(functions))

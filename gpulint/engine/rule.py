@@ -17,7 +17,6 @@ from gpulint.analysis.scope import ScopeAnalyses
 from gpulint.engine.diagnostics import Applicability, Diagnostic, Edit, Fix, FixOutcome, NoFix, Position
 from gpulint.edits.import_placement import STDLIB, add_stdlib_import
 from gpulint.semantic.import_table import ImportTable
-from gpulint.engine.reach import EVERYTHING, Reach
 from gpulint.engine.source import quiet_compile
 from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.survey import Survey
@@ -121,12 +120,13 @@ class Rule(BatchableCSTVisitor):
         return [call for call in survey.calls() if survey.qualified_names(call.func) & cls.targets]
 
     @classmethod
-    def reach(cls, survey: Survey) -> Reach:
-        """What the rule must read of the module (see :mod:`gpulint.engine.reach`), decided on Python's own
-        syntax tree before LibCST parses the file: nothing means it cannot fire there. Every reach
-        over-approximates the rule: blanking what it leaves out never changes its findings.
-        By default: the functions with a candidate call (all of the module for a rule without targets)."""
-        return Reach.of(survey, cls.candidate_calls(survey)) if cls.targets else EVERYTHING
+    def seeds(cls, model: SemanticModel) -> Optional[Sequence[ast.AST]]:
+        """The nodes where the rule may report, decided on the semantic model before LibCST parses
+        the file: none means it cannot fire there, None that it may fire anywhere. The engine reads
+        the :func:`~gpulint.engine.reach.closure` of them and blanks the rest; every fact a rule reads
+        across functions comes from the model, so the findings stay the same.
+        By default: the candidate calls (None for a rule without targets)."""
+        return cls.candidate_calls(model) if cls.targets else None
 
     @classmethod
     def diagnose(cls, model: SemanticModel, path: str, options: Mapping[str, object]) -> List[Diagnostic]:

@@ -10,7 +10,6 @@ import libcst as cst
 
 from gpulint.edits.call_args import append_keyword, may_pass_argument_in_tree
 from gpulint.engine.diagnostics import Applicability, Diagnostic, Edit, FixOutcome, NoFix
-from gpulint.engine.reach import Reach
 from gpulint.engine.rule import FixAvailability, Rule
 from gpulint.semantic.array_data import ArrayData
 from gpulint.semantic.mapping_use import MappingUse
@@ -64,10 +63,9 @@ class TorchLoadWithoutMapLocation(Rule):
         return found
 
     @classmethod
-    def reach(cls, survey: Survey) -> Reach:
-        """The functions with a call to report."""
-        assert isinstance(survey, SemanticModel)
-        return Reach.of(survey, [call for call, _ in survey.derived(cls.loads)])
+    def seeds(cls, model: SemanticModel) -> List[ast.AST]:
+        """The calls to report."""
+        return [call for call, _ in model.derived(cls.loads)]
 
     @classmethod
     def diagnose(cls, model: SemanticModel, path: str, options: Mapping[str, object]) -> List[Diagnostic]:

@@ -14,9 +14,8 @@ from gpulint.analysis import scope
 from gpulint.analysis.aliases import AliasGroup
 from gpulint.analysis.scope import STORING_METHODS, ScopeAnalysis
 from gpulint.engine.diagnostics import Applicability, FixOutcome, NoFix
-from gpulint.engine.reach import Reach
 from gpulint.engine.rule import FixAvailability, Rule
-from gpulint.semantic.survey import Survey
+from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.torch_api import LOADERS, TENSOR_ATTRIBUTES
 
 MAPPING_ATTRIBUTES = frozenset({
@@ -53,47 +52,51 @@ class WholeModelPickleKeptAlive(Rule):
     METADATA_DEPENDENCIES = (PositionProvider, *scope.METADATA_DEPENDENCIES, *statements.METADATA_DEPENDENCIES)
 
     @classmethod
-    def reach(cls, survey: Survey) -> Reach:
-        """The functions with ``name = torch.load(...)`` (or an attribute or method of it) where the
-        call's attribute or, lacking one, some attribute of ``name`` anywhere shows a module (which names are modules comes from the model)."""
-        shown = {
-            attribute.value.id for attribute in survey.nodes(ast.Attribute)
-            if isinstance(attribute.value, ast.Name) and _shows_module(attribute.attr)
-        }
-        loading = [assign for assign in survey.nodes(ast.Assign) if cls._loads_module(survey, assign, shown)]
-        return Reach.of(survey, loading)
+    def seeds(cls, model: SemanticModel) -> List[ast.Call]:
+        """The loads whose value the code uses as a module (see :meth:`_loads_module`)."""
+        return [call for call in cls.candidate_calls(model) if cls._loads_module(model, call)]
 
-    @classmethod
-    def _loads_module(cls, survey: Survey, assign: ast.Assign, shown: Set[str]) -> bool:
-        if len(assign.targets) != 1 or not isinstance(assign.targets[0], ast.Name):
-            return False
-        value = assign.value
-        attribute: Optional[ast.Attribute] = None
-        while True:
-            if isinstance(value, ast.Call) and survey.qualified_names(value.func) & cls.targets:
-                if (_shows_module(attribute.attr) if attribute is not None else assign.targets[0].id in shown):
-                    return True
-            if isinstance(value, ast.Attribute):
-                attribute, value = value, value.value
-            elif isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
-                value, attribute = value.func, None
-            else:
+    @staticmethod
+    def _loads_module(model: SemanticModel, call: ast.Call) -> bool:
+        """``name = torch.load(...)`` (or an attribute or method of it) where the attribute on the
+        call or, lacking one, an attribute of ``name`` somewhere it is read by binding is one a
+        state dict does not have: the loaded object is a whole module."""
+        value: ast.AST = call
+        parent = model.parent(value)
+        if isinstance(parent, ast.Attribute):
+            if not _shows_module(parent.attr):
                 return False
+            while (isinstance(parent, ast.Attribute) and parent.value is value) or (
+                isinstance(parent, ast.Call) and parent.func is value
+            ):
+                value, parent = parent, model.parent(parent)
+            return _bound_to_name(parent, value)
+        if not _bound_to_name(parent, value):
+            return False
+        assert isinstance(parent, ast.Assign)
+        target = parent.targets[0]
+        place = model.place(target)
+        return place is not None and any(
+            isinstance(use_parent, ast.Attribute) and use_parent.value is use and _shows_module(use_parent.attr)
+            for use in model.uses(place.binding) for use_parent in [model.parent(use)]
+        )
+
+    def visit_Module(self, node: cst.Module) -> None:
+        model = self.context.model
+        self.module_loads = {model.span(call.func) for call in self.seeds(model)} if model is not None else set()
 
     def _parent(self, node: cst.CSTNode) -> cst.CSTNode:
         return self.get_metadata(ParentNodeProvider, node)
 
     def visit_Call(self, node: cst.Call) -> None:
         names = self.qualified_names(node.func)
-        if not names or not names <= LOADERS:
+        if not names or not names <= LOADERS or not self._is_module(node):
             return
         binding = self._binding(node)
         analysis = self.context.analyses.of(self, node) if binding else None
         if binding is None or analysis is None:
             return
         statement, name = binding
-        if not self._is_module(node, name, analysis):
-            return
         group = AliasGroup([name], self._steps(analysis))
         if group.names & analysis.escaping or not self._weights_copied(group, analysis) or self._escapes(group, analysis):
             return
@@ -114,17 +117,13 @@ class WholeModelPickleKeptAlive(Rule):
                 return parent, target.value
         return None
 
-    def _is_module(self, call: cst.Call, name: str, analysis: ScopeAnalysis) -> bool:
-        """A whole module, shown by an attribute a state dict does not have, on the call or the name."""
-        parent = self._parent(call)
-        if isinstance(parent, cst.Attribute):
-            return _shows_module(parent.attr.value)
-        for assignment in analysis.scope.assignments[name]:
-            for access in assignment.references:
-                use = self._parent(access.node)
-                if isinstance(use, cst.Attribute) and use.value is access.node and _shows_module(use.attr.value):
-                    return True
-        return False
+    def _is_module(self, call: cst.Call) -> bool:
+        """Whether the model decided the load's value is a whole module (:meth:`_loads_module`)."""
+        code_range = self.get_metadata(PositionProvider, call.func, None)
+        if code_range is None:
+            return False
+        start, end = code_range.start, code_range.end
+        return (start.line, start.column, end.line, end.column) in self.module_loads
 
     @staticmethod
     def _steps(analysis: ScopeAnalysis) -> List[cst.CSTNode]:
@@ -267,6 +266,14 @@ class WholeModelPickleKeptAlive(Rule):
                 )):
                     return False
         return True
+
+
+def _bound_to_name(statement: Optional[ast.AST], value: ast.AST) -> bool:
+    """Whether ``statement`` is ``name = value``."""
+    return (
+        isinstance(statement, ast.Assign) and statement.value is value and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Name)
+    )
 
 
 def _shows_module(attribute: str) -> bool:

@@ -14,7 +14,6 @@ from gpulint.analysis.aliases import AliasGroup
 from gpulint.analysis.gradients import GradientFlow, mentions
 from gpulint.analysis.tensors import dotted_name
 from gpulint.engine.diagnostics import Applicability, Edit, FixOutcome, NoFix
-from gpulint.engine.reach import Reach
 from gpulint.engine.rule import FixAvailability, Rule
 from gpulint.semantic.evaluation import FORWARD_METHODS, EvaluationFacts, ScopeFacts
 from gpulint.semantic.model import SemanticModel
@@ -91,11 +90,10 @@ class InferenceWithoutNoGrad(Rule):
         return found
 
     @classmethod
-    def reach(cls, survey: Survey) -> Reach:
-        """The functions with a candidate forward call: every fact from elsewhere comes from the model."""
-        assert isinstance(survey, SemanticModel)
-        notebook = NOTEBOOK_CELL in survey.source
-        return Reach.of(survey, [calls[0] for _, calls in cls.candidates(survey, program=notebook)])
+    def seeds(cls, model: SemanticModel) -> List[ast.AST]:
+        """The candidate forward calls: every fact from elsewhere comes from the model."""
+        notebook = NOTEBOOK_CELL in model.source
+        return [call for _, calls in cls.candidates(model, program=notebook) for call in calls]
 
     def visit_Module(self, node: cst.Module) -> None:
         self.forward: Dict[Tuple[int, int, int, int], ScopeFacts] = {}

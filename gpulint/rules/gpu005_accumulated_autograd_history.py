@@ -14,11 +14,12 @@ from gpulint.analysis.gradients import GradientFlow
 from gpulint.analysis.scope import ScopeAnalysis
 from gpulint.analysis.tensors import dotted_name, subexpressions
 from gpulint.engine.diagnostics import Applicability, FixOutcome, NoFix
-from gpulint.engine.reach import Reach
 from gpulint.engine.rule import FixAvailability, Rule
+from gpulint.semantic.backward import backpropagated_functions
+from gpulint.semantic.history import AutogradHistory
 from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.survey import Survey, argument_values, ast_dotted_name
-from gpulint.semantic.torch_api import AUTOGRAD_ENTRY_POINTS, is_loss_module, is_torch_tensor_function
+from gpulint.semantic.torch_api import AUTOGRAD_ENTRY_POINTS, is_torch_tensor_function
 
 APPENDING_METHODS = frozenset({"append", "extend", "insert"})
 LOSS_FUNCTION = re.compile(r"_*(loss|criterion|(compute|calc|calculate|get|build|make)_(\w+_)?loss(es)?)", re.IGNORECASE)
@@ -52,32 +53,18 @@ class AccumulatedAutogradHistory(Rule):
     METADATA_DEPENDENCIES = (PositionProvider, *scope.METADATA_DEPENDENCIES)
 
     @classmethod
-    def reach(cls, survey: Survey) -> Reach:
-        """The functions (not forward passes) where a value added or appended inside a loop is a call
-        that may build a graph, or a name that ``.backward()`` is called on or that the same
-        function binds to such a call, and those with a backward pass (which tells whether a returned accumulator is backpropagated).
-        Where gradients are off comes from the model."""
-        producing = _GraphProducingCalls(survey)
-        backward_names = {
-            call.func.value.id for call in survey.method_calls("backward")
-            if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name)
-        }
-        history_names = {
-            (name, survey.scope_of(value)) for name, value in _name_bindings(survey) if isinstance(value, ast.Call) and producing(value)
-        }
-        accumulating = []
-        for statement, value in _accumulated_values(survey):
-            scope = survey.scope_of(statement)
+    def seeds(cls, model: SemanticModel) -> List[ast.AST]:
+        """The statements (outside forward passes) that add or append, inside a loop, a value that
+        may carry autograd history (by the model)."""
+        history = model.derived(AutogradHistory)
+        seeds: List[ast.AST] = []
+        for statement, value in _accumulated_values(model):
+            scope = model.scope_of(statement)
             if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and (scope.name == "forward" or scope.name.startswith("forward_")):
                 continue
-            if not isinstance(scope, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)):
-                continue
-            if (isinstance(value, ast.Call) and producing(value)) or (
-                isinstance(value, ast.Name) and (value.id in backward_names or (value.id, scope) in history_names)
-            ):
-                accumulating.append(statement)
-        backward_passes = [call for call in survey.calls() if _may_start_backward(call, survey)]
-        return Reach.of(survey, accumulating).around(survey, backward_passes)
+            if isinstance(scope, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)) and history.may_carry(value):
+                seeds.append(statement)
+        return seeds
 
     def _parent(self, node: cst.CSTNode) -> cst.CSTNode:
         return self.get_metadata(ParentNodeProvider, node)
@@ -247,58 +234,19 @@ class AccumulatedAutogradHistory(Rule):
         if any(_names_of(expression) & derived for expression in _backward_inputs(analysis.node, self._names)):
             return True
         if isinstance(analysis.node, cst.FunctionDef) and _returns_any(analysis.node, derived):
-            name = analysis.node.name.value
-            return any(name in _names_of(expression) | _called_names(expression)
-                       for expression in _backward_inputs(self.context.module, self._names))
+            return self._result_backpropagated(analysis.node)
         return False
 
-
-class _GraphProducingCalls:
-    """A survey-based superset of :meth:`AccumulatedAutogradHistory._graph_producing`."""
-
-    def __init__(self, survey: Survey) -> None:
-        self.survey = survey
-        self.criteria = {m for m in survey.modules if m.split(".")[-1].lower().endswith(("criterion", "loss_fn"))}
-        self.criteria.update(
-            name for name, value in _name_bindings(survey)
-            if isinstance(value, ast.Call) and any(is_loss_module(q) for q in survey.qualified_names(value.func))
-        )
-
-    def __call__(self, call: ast.Call) -> bool:
-        func = call.func
-        if ast_dotted_name(func) in self.survey.modules | self.criteria:
-            return True
-        if isinstance(func, ast.Attribute) and func.attr == "forward" and ast_dotted_name(func.value) in self.survey.modules:
-            return True
-        if isinstance(self.survey, SemanticModel) and self.survey.span(func) in self.survey.forward_output_calls_with_grad:
-            return True
-        return any(
-            q.startswith("torch.nn.functional.") or (is_torch_tensor_function(q) and q.endswith("_loss"))
-            for q in self.survey.qualified_names(func)
-        )
-
-
-def _may_start_backward(call: ast.Call, survey: Survey) -> bool:
-    """A survey-based superset of the calls :func:`_backward_inputs` reads."""
-    func = call.func
-    last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-    return "backward" in last or bool(survey.qualified_names(func) & AUTOGRAD_ENTRY_POINTS)
-
-
-def _name_bindings(survey: Survey) -> Iterator[Tuple[str, ast.expr]]:
-    """(name, value) for every plain binding of a name in the module, as the scope analysis reads them."""
-    for assign in survey.nodes(ast.Assign):
-        for target in assign.targets:
-            elements = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
-            for element in elements:
-                name = element.value if isinstance(element, ast.Starred) else element
-                if isinstance(name, ast.Name):
-                    yield name.id, assign.value
-    for annotated in survey.nodes(ast.AnnAssign):
-        if isinstance(annotated.target, ast.Name) and annotated.value is not None:
-            yield annotated.target.id, annotated.value
-    for named in survey.nodes(ast.NamedExpr):
-        yield named.target.id, named.value
+    def _result_backpropagated(self, function: cst.FunctionDef) -> bool:
+        """Whether a backward pass in the module may start from the function's result (by the model)."""
+        model = self.context.model
+        code_range = self.get_metadata(PositionProvider, function, None)
+        if model is None or code_range is None:
+            name = function.name.value
+            return any(name in _names_of(expression) | _called_names(expression)
+                       for expression in _backward_inputs(self.context.module, self._names))
+        start = (code_range.start.line, code_range.start.column)
+        return any(model.span(found.node)[:2] == start for found in model.derived(backpropagated_functions))
 
 
 def _accumulated_values(survey: Survey) -> Iterator[Tuple[ast.AST, ast.expr]]:

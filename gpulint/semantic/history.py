@@ -1,0 +1,76 @@
+"""Which values of a module may carry autograd history, decided on the model for every function at
+once: a call of a module, a criterion, a ``torch.nn.functional`` function, a ``*_loss`` function of
+torch or a helper that returns a forward output computed with gradients on; and a name that
+``.backward()`` is called on, or that its scope binds to such a call.
+
+It over-approximates what a rule's per-scope analysis concludes, so a rule may use it to decide
+which functions it must read at all.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator, Set, Tuple
+
+from gpulint.semantic.model import SemanticModel
+from gpulint.semantic.survey import ast_dotted_name
+from gpulint.semantic.torch_api import is_loss_module, is_torch_tensor_function
+
+
+def name_bindings(model: SemanticModel) -> Iterator[Tuple[str, ast.expr]]:
+    """(name, value) for every plain binding of a name in the module."""
+    for assign in model.nodes(ast.Assign):
+        for target in assign.targets:
+            elements = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+            for element in elements:
+                name = element.value if isinstance(element, ast.Starred) else element
+                if isinstance(name, ast.Name):
+                    yield name.id, assign.value
+    for annotated in model.nodes(ast.AnnAssign):
+        if isinstance(annotated.target, ast.Name) and annotated.value is not None:
+            yield annotated.target.id, annotated.value
+    for named in model.nodes(ast.NamedExpr):
+        yield named.target.id, named.value
+
+
+class AutogradHistory:
+    """The values of one module that may carry autograd history."""
+
+    def __init__(self, model: SemanticModel) -> None:
+        self.model = model
+        self.criteria = {m for m in model.modules if m.split(".")[-1].lower().endswith(("criterion", "loss_fn"))}
+        bindings = list(name_bindings(model))
+        self.criteria.update(
+            name for name, value in bindings
+            if isinstance(value, ast.Call) and any(is_loss_module(q) for q in model.qualified_names(value.func))
+        )
+        self.backward_names = {
+            call.func.value.id for call in model.method_calls("backward")
+            if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name)
+        }
+        self.history_names: Set[Tuple[str, ast.AST]] = {
+            (name, model.scope_of(value)) for name, value in bindings if isinstance(value, ast.Call) and self.produces(value)
+        }
+
+    def produces(self, call: ast.Call) -> bool:
+        """Whether the call's result may carry autograd history."""
+        model = self.model
+        func = call.func
+        if ast_dotted_name(func) in model.modules | self.criteria:
+            return True
+        if isinstance(func, ast.Attribute) and func.attr == "forward" and ast_dotted_name(func.value) in model.modules:
+            return True
+        if model.span(func) in model.forward_output_calls_with_grad:
+            return True
+        return any(
+            q.startswith("torch.nn.functional.") or (is_torch_tensor_function(q) and q.endswith("_loss"))
+            for q in model.qualified_names(func)
+        )
+
+    def may_carry(self, value: ast.expr) -> bool:
+        """Whether ``value`` (a call or a name read in its scope) may carry autograd history."""
+        if isinstance(value, ast.Call):
+            return self.produces(value)
+        return isinstance(value, ast.Name) and (
+            value.id in self.backward_names or (value.id, self.model.scope_of(value)) in self.history_names
+        )
