@@ -12,8 +12,10 @@ from gpulint.edits.call_args import append_keyword, may_pass_argument_in_tree
 from gpulint.engine.diagnostics import Applicability, Diagnostic, Edit, FixOutcome, NoFix
 from gpulint.engine.rule import FixAvailability, Rule
 from gpulint.semantic.array_data import ArrayData
+from gpulint.semantic.dead_code import never_runs
 from gpulint.semantic.mapping_use import MappingUse
 from gpulint.semantic.model import SemanticModel
+from gpulint.semantic.read_back import ReadBack
 from gpulint.semantic.survey import Survey, ast_full_name
 from gpulint.semantic.torch_api import MAP_LOCATION_SLOT
 
@@ -58,7 +60,7 @@ class TorchLoadWithoutMapLocation(Rule):
                 continue
             if any(may_pass_argument_in_tree(call, "map_location", MAP_LOCATION_SLOT[name]) for name in names):
                 continue
-            if not _holds_no_device_tensors(model, call):
+            if not _holds_no_device_tensors(model, call) and not _placed_by_the_program(model, call):
                 found.append((call, min(names)))
         return found
 
@@ -164,6 +166,13 @@ def _holds_no_device_tensors(model: SemanticModel, call: ast.Call) -> bool:
     if _downloaded(model, scope, loaded):
         return True
     return model.derived(ArrayData).is_array_data(call)
+
+
+def _placed_by_the_program(model: SemanticModel, call: ast.Call) -> bool:
+    """Where the call's tensors land is the program's own doing, or moot: it reads back a cache or
+    a live object the module writes, or it never runs."""
+    loaded = call.args[0] if call.args else call.keywords[0].value if call.keywords else None
+    return never_runs(model, call) or (loaded is not None and model.derived(ReadBack).reads_back(call, loaded))
 
 
 def _words_in(node: ast.AST) -> List[str]:

@@ -1,0 +1,50 @@
+"""Code that never runs, as the code itself says: the body of an ``if`` whose test is a false
+constant (``if False:``, ``if 0:``), or a name or attribute that the statement just before the
+``if`` sets to one (``self.use_extra = False`` then ``if self.use_extra:``, a feature switched off
+in place). Nothing runs between that assignment and the test, so the body is skipped every time.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import List, Optional
+
+from gpulint.semantic.model import SemanticModel
+from gpulint.semantic.survey import ast_dotted_name
+
+BLOCKS = ("body", "orelse", "finalbody")
+
+
+def never_runs(model: SemanticModel, node: ast.AST) -> bool:
+    """Whether ``node`` lies in the body of an ``if`` that the code shows is always skipped."""
+    child, ancestor = node, model.parent(node)
+    while ancestor is not None:
+        if isinstance(ancestor, ast.If) and any(part is child for part in ancestor.body) and _always_false(model, ancestor):
+            return True
+        child, ancestor = ancestor, model.parent(ancestor)
+    return False
+
+
+def _always_false(model: SemanticModel, statement: ast.If) -> bool:
+    if _false_constant(statement.test):
+        return True
+    tested = ast_dotted_name(statement.test)
+    previous = _previous_statement(model, statement)
+    return (
+        tested is not None and isinstance(previous, ast.Assign) and len(previous.targets) == 1
+        and ast_dotted_name(previous.targets[0]) == tested and _false_constant(previous.value)
+    )
+
+
+def _false_constant(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and node.value in (False, None, 0, "") and not isinstance(node.value, float)
+
+
+def _previous_statement(model: SemanticModel, statement: ast.stmt) -> Optional[ast.stmt]:
+    parent = model.parent(statement)
+    for block_name in BLOCKS:
+        block: List[ast.stmt] = getattr(parent, block_name, None) or []
+        for index, child in enumerate(block):
+            if child is statement:
+                return block[index - 1] if index > 0 else None
+    return None

@@ -1,0 +1,185 @@
+"""Loads that read back what the program itself wrote, decided on the model.
+
+Where a load reads a file that the same code writes, the tensors land where the program had them,
+and ``map_location`` would move them somewhere else:
+
+- **a cache**: one branch of an ``if`` loads a path into a name, and the other binds that name to a
+  value it saves to the same path, directly (``torch.save(spec, spec_path)``) or through a
+  function of the module that saves what it returns to the path it is passed. Either branch leaves
+  the same value, on the same device.
+- **a live object restored**: the code saves a module or optimizer whole (what the model treats as
+  a module, not a state dict) and loads the same path back: the object returns to the device the
+  program put it on.
+
+A path is the same when it is spelled the same and its names are the same bindings; a file object
+opened by ``with open(path, ...) as f`` stands for its path.
+"""
+
+from __future__ import annotations
+
+import ast
+from functools import cached_property
+from typing import Iterator, List, Optional, Tuple
+
+from gpulint.semantic.model import SemanticModel
+from gpulint.semantic.survey import ast_dotted_name
+
+SAVE = "torch.save"
+OPENERS = frozenset({"open", "builtins.open", "io.open"})
+
+
+class ReadBack:
+    """Which loads of one module read back a file the module itself writes."""
+
+    def __init__(self, model: SemanticModel) -> None:
+        self.model = model
+
+    @cached_property
+    def saves(self) -> List[Tuple[ast.expr, ast.expr]]:
+        """``(value, path)`` of every ``torch.save(value, path)`` of the module."""
+        found = []
+        for call in self.model.calls():
+            if self.model.resolved_names(call.func) != {SAVE}:
+                continue
+            value, path = _argument(call, 0, "obj"), _argument(call, 1, "f")
+            if value is not None and path is not None:
+                found.append((value, self.path_of(path)))
+        return found
+
+    def reads_back(self, call: ast.Call, loaded: ast.expr) -> bool:
+        """Whether ``call``, loading ``loaded``, reads a cache or a live object the module writes."""
+        path = self.path_of(loaded)
+        return self._restores_live_object(path) or self._reads_cache(call, path)
+
+    def path_of(self, node: ast.expr) -> ast.expr:
+        """The path a file object stands for (``f`` of ``with open(path, "rb") as f``), else ``node``."""
+        if not isinstance(node, ast.Name):
+            return node
+        ancestor = self.model.parent(node)
+        while ancestor is not None:
+            if isinstance(ancestor, (ast.With, ast.AsyncWith)):
+                for item in ancestor.items:
+                    opened = item.context_expr
+                    if (
+                        isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == node.id
+                        and isinstance(opened, ast.Call) and opened.args
+                        and self._names(opened.func) & OPENERS
+                    ):
+                        return opened.args[0]
+            ancestor = self.model.parent(ancestor)
+        return node
+
+    def same_path(self, first: ast.expr, second: ast.expr) -> bool:
+        """Spelled the same, every name of the same binding."""
+        if ast.dump(first) != ast.dump(second):
+            return False
+        return all(
+            self.model.scope_at(a).resolve(a.id) == self.model.scope_at(b).resolve(b.id)
+            for a, b in zip(_names_in(first), _names_in(second))
+        )
+
+    def _names(self, func: ast.expr) -> frozenset:
+        names = self.model.resolved_names(func)
+        return names or frozenset({ast_dotted_name(func) or ""})
+
+    def _restores_live_object(self, path: ast.expr) -> bool:
+        return any(
+            ast_dotted_name(value) in self.model.modules and self.same_path(saved, path) for value, saved in self.saves
+        )
+
+    def _reads_cache(self, call: ast.Call, path: ast.expr) -> bool:
+        bound = self._bound_name(call)
+        if bound is None:
+            return False
+        statement, name, index = bound
+        branch = self._other_branch(statement)
+        if branch is None:
+            return False
+        for node in _walk(branch):
+            if isinstance(node, ast.Call) and self.model.resolved_names(node.func) == {SAVE}:
+                value, saved = _argument(node, 0, "obj"), _argument(node, 1, "f")
+                if isinstance(value, ast.Name) and value.id == name and saved is not None and self.same_path(self.path_of(saved), path):
+                    return True
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                value = _element(node.targets[0], node.value, name, index)
+                if isinstance(value, ast.Call) and self._saves_and_returns(value, path):
+                    return True
+        return False
+
+    def _bound_name(self, call: ast.Call) -> Optional[Tuple[ast.Assign, str, Optional[int]]]:
+        """``(statement, name, index)`` for ``name = load(...)`` (index None) and
+        ``name, other = load(...), value`` (the index of ``name`` in the tuple)."""
+        parent = self.model.parent(call)
+        if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name):
+            return parent, parent.targets[0].id, None
+        statement = self.model.parent(parent) if isinstance(parent, ast.Tuple) else None
+        if isinstance(statement, ast.Assign) and isinstance(parent, ast.Tuple) and len(statement.targets) == 1:
+            target = statement.targets[0]
+            index = next(i for i, element in enumerate(parent.elts) if element is call)
+            element = target.elts[index] if isinstance(target, ast.Tuple) and len(target.elts) == len(parent.elts) else None
+            if isinstance(element, ast.Name):
+                return statement, element.id, index
+        return None
+
+    def _other_branch(self, statement: ast.stmt) -> Optional[List[ast.stmt]]:
+        """The other branch of the ``if`` whose body or ``else`` holds ``statement`` directly."""
+        parent = self.model.parent(statement)
+        if not isinstance(parent, ast.If) or not parent.orelse:
+            return None
+        if any(child is statement for child in parent.body):
+            return parent.orelse
+        return parent.body
+
+    def _saves_and_returns(self, call: ast.Call, path: ast.expr) -> bool:
+        """Whether the function of the module that ``call`` calls saves a name to the parameter
+        that ``call`` passes ``path`` to, and returns that name."""
+        function = self.model.callee(call)
+        site = self.model.site_of.get(id(call))
+        if function is None or site is None:
+            return False
+        passed = {function.positional[index] for index, argument in self.model.positional_arguments(site)
+                  if index < len(function.positional) and self.same_path(self.path_of(argument), path)}
+        passed.update(keyword.arg for keyword in call.keywords if keyword.arg and self.same_path(keyword.value, path))
+        saved = set()
+        returned = set()
+        for node in _walk(function.node.body):
+            if isinstance(node, ast.Call) and self.model.resolved_names(node.func) == {SAVE}:
+                value, target = _argument(node, 0, "obj"), _argument(node, 1, "f")
+                if isinstance(value, ast.Name) and isinstance(target, ast.Name) and target.id in passed:
+                    saved.add(value.id)
+            returned_value = node.value if isinstance(node, ast.Return) else None
+            if isinstance(returned_value, ast.Name):
+                returned.add(returned_value.id)
+        return bool(saved & returned)
+
+
+def _argument(call: ast.Call, index: int, keyword: str) -> Optional[ast.expr]:
+    positional = [argument for argument in call.args if not isinstance(argument, ast.Starred)]
+    if len(positional) == len(call.args) and index < len(positional):
+        return positional[index]
+    return next((k.value for k in call.keywords if k.arg == keyword), None)
+
+
+def _element(target: ast.expr, value: ast.expr, name: str, index: Optional[int]) -> Optional[ast.expr]:
+    """The value ``target = value`` binds to ``name`` (at ``index`` of a tuple), if it binds it."""
+    if index is None:
+        return value if isinstance(target, ast.Name) and target.id == name else None
+    if not (isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(target.elts) == len(value.elts) > index):
+        return None
+    element = target.elts[index]
+    return value.elts[index] if isinstance(element, ast.Name) and element.id == name else None
+
+
+def _names_in(node: ast.AST) -> Iterator[ast.Name]:
+    return (part for part in ast.walk(node) if isinstance(part, ast.Name))
+
+
+def _walk(statements: List[ast.stmt]) -> Iterator[ast.AST]:
+    """The nodes of ``statements``, not those of the functions and classes they define."""
+    stack: List[ast.AST] = list(statements)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        yield node
+        stack.extend(ast.iter_child_nodes(node))
