@@ -17,12 +17,14 @@ from typing import DefaultDict, Dict, FrozenSet, List, Optional, Set, Tuple, Typ
 
 from gpulint.semantic.torch_api import MODULE_METHODS, is_module_constructor
 from gpulint.semantic.import_table import ImportTable
+from gpulint.semantic.visitor import SHARED_LEAVES
 
 NodeType = TypeVar("NodeType", bound=ast.AST)
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (*_FUNCTIONS, ast.Lambda, ast.ClassDef)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
+_FUNCTION_TYPES, _SCOPE_TYPES, _LOOP_TYPES = frozenset(_FUNCTIONS), frozenset(_SCOPES), frozenset(_LOOPS)
 _NAMED_CONSTANTS: Dict[Optional[bool], str] = {True: "True", False: "False", None: "None"}
 _MOVING_METHODS = frozenset({"cuda", "to", "eval", "train", "half", "float", "bfloat16", "requires_grad_"})
 
@@ -87,27 +89,36 @@ class Survey:
         node's parent, its scope (the innermost function, lambda, class or module around it) and its
         outermost function."""
         walk = _Walk()
-        by_type, scope_of, function_of, parent = walk.by_type, walk.scope_of, walk.function_of, walk.parent
+        by_type, scope_of, function_of, parent, in_loop = walk.by_type, walk.scope_of, walk.function_of, walk.parent, walk.in_loop
         stack: List[Tuple[ast.AST, bool, ast.AST, Optional[ast.AST]]] = [(self.tree, False, self.tree, None)]
         push, pop = stack.append, stack.pop
         while stack:
             node, inside_loop, scope, function = pop()
             key = id(node)
-            by_type[type(node)].append(node)
+            kind = type(node)
+            by_type[kind].append(node)
             scope_of[key] = scope
             function_of[key] = function
             if inside_loop:
-                walk.in_loop.add(key)
-            child_scope: ast.AST = node if isinstance(node, _SCOPES) else scope
-            child_loop = not isinstance(node, _SCOPES) and (inside_loop or isinstance(node, _LOOPS))
+                in_loop.add(key)
+            if kind in _SCOPE_TYPES:
+                child_scope, child_loop = node, False
+            else:
+                child_scope, child_loop = scope, inside_loop or kind in _LOOP_TYPES
             body: Optional[Set[int]] = None
-            if function is None and isinstance(node, _FUNCTIONS):
+            if function is None and kind in _FUNCTION_TYPES:
                 walk.functions.append(node)
-                body = set(map(id, node.body))
+                body = set(map(id, node.body))  # type: ignore[attr-defined]
             for field_name in node._fields:
                 value = getattr(node, field_name, None)
-                for child in value if isinstance(value, list) else (value,):
-                    if isinstance(child, ast.AST):
+                if type(value) is list:
+                    children = value
+                elif isinstance(value, ast.AST):
+                    children = [value]
+                else:
+                    continue
+                for child in children:
+                    if isinstance(child, ast.AST) and type(child) not in SHARED_LEAVES:
                         parent[id(child)] = node
                         owner = function if body is None else node if id(child) in body else None
                         push((child, child_loop, child_scope, owner))

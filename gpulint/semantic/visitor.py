@@ -1,12 +1,28 @@
 """``ast.NodeVisitor`` with the same dispatch, made cheaper: the ``visit_*`` method for each node
 type is looked up once per visitor class, and children are read from the node's fields directly
-(Python's own visitor builds a method name and runs two generators per node). The semantic
+(Python's own visitor builds a method name and runs two generators per node), and the
+fieldless nodes Python shares between parents are skipped. The semantic
 model's walks read every node of a module, so this is where its time goes."""
 
 from __future__ import annotations
 
 import ast
-from typing import Any, Callable, ClassVar, Dict
+from typing import Any, Callable, ClassVar, Dict, Tuple
+
+SHARED_LEAVES = frozenset(
+    kind for base in (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop) for kind in base.__subclasses__()
+)
+"""Node types without fields that Python's parser shares between all the nodes that hold one
+(every ``Load`` context is the same object): walks skip them, and they have no single parent."""
+_TEXT_FIELDS: Dict[type, Tuple[str, ...]] = {
+    ast.Name: ("id", "ctx"), ast.Constant: ("value", "kind"), ast.Attribute: ("attr", "ctx"), ast.arg: ("arg", "type_comment"),
+    ast.keyword: ("arg",), ast.alias: ("name", "asname"), ast.ImportFrom: ("module", "level"),
+    ast.FunctionDef: ("name", "type_comment"), ast.AsyncFunctionDef: ("name", "type_comment"), ast.ClassDef: ("name",),
+    ast.Global: ("names",), ast.Nonlocal: ("names",), ast.Subscript: ("ctx",), ast.Starred: ("ctx",),
+    ast.List: ("ctx",), ast.Tuple: ("ctx",),
+}
+"""Fields that never hold a node, by node type: a walk does not read them."""
+_CHILD_FIELDS: Dict[type, Tuple[str, ...]] = {}
 
 
 class Visitor(ast.NodeVisitor):
@@ -29,11 +45,15 @@ class Visitor(ast.NodeVisitor):
         return method(self, node)
 
     def generic_visit(self, node: ast.AST) -> None:
-        for name in node._fields:
+        kind = type(node)
+        fields = _CHILD_FIELDS.get(kind)
+        if fields is None:
+            fields = _CHILD_FIELDS[kind] = tuple(name for name in node._fields if name not in _TEXT_FIELDS.get(kind, ()))
+        for name in fields:
             value = getattr(node, name, None)
-            if isinstance(value, list):
+            if type(value) is list:
                 for item in value:
-                    if isinstance(item, ast.AST):
+                    if isinstance(item, ast.AST) and type(item) not in SHARED_LEAVES:
                         self.visit(item)
-            elif isinstance(value, ast.AST):
+            elif isinstance(value, ast.AST) and type(value) not in SHARED_LEAVES:
                 self.visit(value)
