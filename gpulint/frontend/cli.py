@@ -322,10 +322,27 @@ def _run_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_CLEAN
 
 
+def _server_command(argv: Sequence[str], err: TextIO) -> int:
+    """``gpulint server``: the language server over stdio (needs the ``lsp`` extra)."""
+    parser = argparse.ArgumentParser(
+        prog="gpulint server",
+        description="Run the gpulint language server over stdio (for editors; needs pip install 'gpulint[lsp]').",
+    )
+    parser.parse_args(list(argv))
+    try:
+        from gpulint.lsp.server import main as serve
+    except ImportError as error:
+        err.write(f"gpulint server needs pygls ({error}): pip install 'gpulint[lsp]'\n")
+        return EXIT_ERROR
+    return serve()
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["rule"]:
         return _rule_command(argv[1:], sys.stdout, sys.stderr)
+    if argv[:1] == ["server"]:
+        return _server_command(argv[1:], sys.stderr)
     if argv[:1] == ["check"]:
         argv = argv[1:]
     return _check_command(argv, sys.stdout, sys.stderr)

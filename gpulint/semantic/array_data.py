@@ -38,6 +38,8 @@ class ArrayData:
     def is_array_data(self, value: ast.expr) -> bool:
         """Whether every use of what ``value`` evaluates to (a load, typically), through the names
         and ``self.<attr>`` it is assigned to, is one that only numpy arrays allow (and there is one)."""
+        if not self._consumers:
+            return False
         parts = self._parts(value)
         occurrences: List[ast.expr] = [value, *(node for place in parts for node in self._occurrences.get(place, ()))]
         consumed = False
@@ -47,6 +49,13 @@ class ArrayData:
                 return False
             consumed = consumed or use
         return consumed
+
+    @cached_property
+    def _consumers(self) -> bool:
+        """Whether the module has a use that only numpy arrays allow at all (most have none)."""
+        return any(attribute.attr in torch_api.ARRAY_ONLY_METHODS for attribute in self.model.nodes(ast.Attribute)) or any(
+            self.model.qualified_names(call.func) & torch_api.ARRAY_ONLY_FUNCTIONS for call in self.model.calls()
+        )
 
     def _outermost_part(self, node: ast.expr) -> ast.expr:
         """The largest expression around ``node`` that reads a part of it (``data[0].mean(1)``)."""
