@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import os
 import stat
+from pathlib import Path
 
 import libcst as cst
 import pytest
@@ -226,3 +227,14 @@ def test_gpu001_offers_no_fix_inside_an_f_string_joined_with_literals_of_the_oth
     joined, single = lint_source(source, "x.py", [GPU001])
     assert joined.fix is None and "both quote styles" in (joined.fix_note or "")
     assert single.fix is not None and "map_location='cpu'" in single.fix.edits[0].content
+
+
+def test_gpu002_reports_where_python_cannot_parse_the_file():
+    """Without a semantic model (syntax this Python rejects, LibCST accepts) GPU002 decides on LibCST."""
+    from gpulint.engine.linter import lint_source
+    from gpulint.rules import rules_for
+
+    source = (Path(__file__).parent.parent / "fixtures" / "GPU002" / "positives.py").read_text()
+    found = lint_source(source, "positives.py", rules_for(("GPU002",)))
+    newer = lint_source(source + "\ntype Alias = int\n", "positives.py", rules_for(("GPU002",)))
+    assert found and [(d.start, d.code) for d in newer] == [(d.start, d.code) for d in found]

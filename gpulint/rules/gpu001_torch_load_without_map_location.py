@@ -15,7 +15,7 @@ from gpulint.semantic.array_data import ArrayData
 from gpulint.semantic.dead_code import never_runs
 from gpulint.semantic.mapping_use import MappingUse
 from gpulint.semantic.model import SemanticModel
-from gpulint.semantic.read_back import ReadBack
+from gpulint.semantic.read_back import ReadBack, loaded_path
 from gpulint.semantic.survey import Survey, ast_full_name
 from gpulint.semantic.torch_api import MAP_LOCATION_SLOT
 
@@ -171,7 +171,7 @@ def _holds_no_device_tensors(model: SemanticModel, call: ast.Call) -> bool:
 def _placed_by_the_program(model: SemanticModel, call: ast.Call) -> bool:
     """Where the call's tensors land is the program's own doing, or moot: it reads back a cache or
     a live object the module writes, or it never runs."""
-    loaded = call.args[0] if call.args else call.keywords[0].value if call.keywords else None
+    loaded = loaded_path(call)
     return never_runs(model, call) or (loaded is not None and model.derived(ReadBack).reads_back(call, loaded))
 
 

@@ -90,13 +90,15 @@ class WholeModelPickleKeptAlive(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         names = self.qualified_names(node.func)
-        if not names or not names <= LOADERS or not self._is_module(node):
+        if not names or not names <= LOADERS or (self.context.model is not None and not self._is_module(node)):
             return
         binding = self._binding(node)
         analysis = self.context.analyses.of(self, node) if binding else None
         if binding is None or analysis is None:
             return
         statement, name = binding
+        if self.context.model is None and not self._is_module_on_libcst(node, name, analysis):
+            return
         group = AliasGroup([name], self._steps(analysis))
         if group.names & analysis.escaping or not self._weights_copied(group, analysis) or self._escapes(group, analysis):
             return
@@ -124,6 +126,18 @@ class WholeModelPickleKeptAlive(Rule):
             return False
         start, end = code_range.start, code_range.end
         return (start.line, start.column, end.line, end.column) in self.module_loads
+
+    def _is_module_on_libcst(self, call: cst.Call, name: str, analysis: ScopeAnalysis) -> bool:
+        """:meth:`_loads_module` on LibCST's scopes, for a file Python's own parser rejects (no model)."""
+        parent = self._parent(call)
+        if isinstance(parent, cst.Attribute):
+            return _shows_module(parent.attr.value)
+        for assignment in analysis.scope.assignments[name]:
+            for access in assignment.references:
+                use = self._parent(access.node)
+                if isinstance(use, cst.Attribute) and use.value is access.node and _shows_module(use.attr.value):
+                    return True
+        return False
 
     @staticmethod
     def _steps(analysis: ScopeAnalysis) -> List[cst.CSTNode]:

@@ -1,9 +1,9 @@
 """Backward passes of a module: the expressions they start from, and the functions whose results
 reach one (``train_step(batch).backward()``, ``accelerator.backward(self.compute_loss(x))``).
 
-A function counts when a backward pass's input calls it or names it, resolved by binding through
-the model's call graph; a method called on a receiver the model cannot resolve (``trainer.loss(x)``)
-counts every method of the module's classes with that name, since it may be any of them.
+A function counts when a backward pass's input calls it or names it: resolved by binding through
+the model's call graph, and, where the call may reach a function the model does not resolve to
+(``trainer.loss(x)``, an override, a ``def`` under an ``if``), every function with that name.
 """
 
 from __future__ import annotations
@@ -31,11 +31,13 @@ def backward_inputs(model: SemanticModel) -> List[ast.expr]:
 
 
 def backpropagated_functions(model: SemanticModel) -> FrozenSet[Function]:
-    """The functions of the module whose result a backward pass may start from."""
-    methods: Dict[str, List[Function]] = {}
+    """The functions of the module whose result a backward pass may start from: each function a
+    backward pass's input calls or names, by binding, and, since a call may reach a function the
+    model does not resolve to (an override of a method, one of two ``def``s of a name under an
+    ``if``), every function of the module with the name called or named there."""
+    by_name: Dict[str, List[Function]] = {}
     for function in model.all_functions:
-        if function.owner is not None:
-            methods.setdefault(function.name, []).append(function)
+        by_name.setdefault(function.name, []).append(function)
     found: Set[Function] = set()
     for expression in backward_inputs(model):
         for node in ast.walk(expression):
@@ -43,10 +45,8 @@ def backpropagated_functions(model: SemanticModel) -> FrozenSet[Function]:
                 callee = model.callee(node)
                 if callee is not None:
                     found.add(callee)
-                elif isinstance(node.func, ast.Attribute):
-                    found.update(methods.get(node.func.attr, ()))
+                if isinstance(node.func, ast.Attribute):
+                    found.update(by_name.get(node.func.attr, ()))
             elif isinstance(node, ast.Name):
-                definition = model.definition(model.scope_at(node).resolve(node.id))
-                if definition is not None:
-                    found.add(definition)
+                found.update(by_name.get(node.id, ()))
     return frozenset(found)

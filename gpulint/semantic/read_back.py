@@ -12,7 +12,9 @@ and ``map_location`` would move them somewhere else:
   program put it on.
 
 A path is the same when it is spelled the same and its names are the same bindings; a file object
-opened by ``with open(path, ...) as f`` stands for its path.
+opened by ``with open(path, ...) as f`` stands for its path. A path is the same only when every
+name in it is bound once (a parameter, or one assignment), and a live object is restored only by a
+load that runs after the save, in the same or an enclosing block.
 """
 
 from __future__ import annotations
@@ -35,59 +37,99 @@ class ReadBack:
         self.model = model
 
     @cached_property
-    def saves(self) -> List[Tuple[ast.expr, ast.expr]]:
-        """``(value, path)`` of every ``torch.save(value, path)`` of the module."""
+    def saves(self) -> List[Tuple[ast.Call, ast.expr, Optional[ast.expr]]]:
+        """``(call, value, path)`` of every ``torch.save(value, path)`` of the module."""
         found = []
         for call in self.model.calls():
             if self.model.resolved_names(call.func) != {SAVE}:
                 continue
             value, path = _argument(call, 0, "obj"), _argument(call, 1, "f")
             if value is not None and path is not None:
-                found.append((value, self.path_of(path)))
+                found.append((call, value, self.path_of(path)))
         return found
 
     def reads_back(self, call: ast.Call, loaded: ast.expr) -> bool:
         """Whether ``call``, loading ``loaded``, reads a cache or a live object the module writes."""
         path = self.path_of(loaded)
-        return self._restores_live_object(path) or self._reads_cache(call, path)
+        return path is not None and (self._restores_live_object(call, path) or self._reads_cache(call, path))
 
-    def path_of(self, node: ast.expr) -> ast.expr:
-        """The path a file object stands for (``f`` of ``with open(path, "rb") as f``), else ``node``."""
+    def path_of(self, node: ast.expr) -> Optional[ast.expr]:
+        """The path a file object stands for (``f`` of ``with open(path, "rb") as f``, in the same
+        function), ``node`` itself for anything but a name, and None for a name bound to what
+        gpulint cannot tell apart from another file (another opener, a parameter...)."""
         if not isinstance(node, ast.Name):
             return node
+        binding = self.model.scope_at(node).resolve(node.id)
         ancestor = self.model.parent(node)
-        while ancestor is not None:
+        while ancestor is not None and not isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
             if isinstance(ancestor, (ast.With, ast.AsyncWith)):
                 for item in ancestor.items:
-                    opened = item.context_expr
-                    if (
-                        isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == node.id
-                        and isinstance(opened, ast.Call) and opened.args
-                        and self._names(opened.func) & OPENERS
-                    ):
-                        return opened.args[0]
+                    target, opened = item.optional_vars, item.context_expr
+                    if not (isinstance(target, ast.Name) and target.id == node.id):
+                        continue
+                    if self.model.scope_at(target).resolve(target.id) != binding:
+                        return None
+                    if isinstance(opened, ast.Call) and self._names(opened.func) & OPENERS:
+                        return _argument(opened, 0, "file")
+                    return None
             ancestor = self.model.parent(ancestor)
-        return node
+        return node if self._bound_once(node) else None
 
-    def same_path(self, first: ast.expr, second: ast.expr) -> bool:
-        """Spelled the same, every name of the same binding."""
-        if ast.dump(first) != ast.dump(second):
+    def same_path(self, first: Optional[ast.expr], second: Optional[ast.expr]) -> bool:
+        """Spelled the same, every name of the same binding and bound once (a parameter, or one
+        assignment: never a loop, ``with`` or comprehension target, nor a name assigned twice)."""
+        if first is None or second is None or ast.dump(first) != ast.dump(second):
             return False
         return all(
-            self.model.scope_at(a).resolve(a.id) == self.model.scope_at(b).resolve(b.id)
+            self.model.scope_at(a).resolve(a.id) == self.model.scope_at(b).resolve(b.id) and self._bound_once(a)
             for a, b in zip(_names_in(first), _names_in(second))
+        )
+
+    def _bound_once(self, name: ast.Name) -> bool:
+        binding = self.model.scope_at(name).resolve(name.id)
+        stores = [use for use in self.model.uses(binding) if not isinstance(use.ctx, ast.Load)]
+        if binding.name in binding.scope.parameters:
+            return not stores
+        if len(stores) != 1:
+            return not stores and bool(self.model.resolved_names(name))
+        statement = self.model.parent(stores[0])
+        return isinstance(statement, (ast.Assign, ast.AnnAssign)) and (
+            statement.targets == [stores[0]] if isinstance(statement, ast.Assign) else statement.target is stores[0]
         )
 
     def _names(self, func: ast.expr) -> frozenset:
         names = self.model.resolved_names(func)
         return names or frozenset({ast_dotted_name(func) or ""})
 
-    def _restores_live_object(self, path: ast.expr) -> bool:
+    def _restores_live_object(self, call: ast.Call, path: Optional[ast.expr]) -> bool:
         return any(
-            ast_dotted_name(value) in self.model.modules and self.same_path(saved, path) for value, saved in self.saves
+            ast_dotted_name(value) in self.model.modules and self.same_path(saved, path) and self._runs_before(save, call)
+            for save, value, saved in self.saves
         )
 
-    def _reads_cache(self, call: ast.Call, path: ast.expr) -> bool:
+    def _runs_before(self, first: ast.AST, second: ast.AST) -> bool:
+        """Whether ``first`` lies in an earlier statement than ``second`` of a block that holds
+        both (not in the other branch of an ``if`` or ``try``)."""
+        chain = {id(node): child for child, node in self._ancestors(first)}
+        for child, node in self._ancestors(second):
+            if id(node) not in chain:
+                continue
+            earlier = chain[id(node)]
+            for field_name in ("body", "orelse", "finalbody"):
+                block = getattr(node, field_name, None)
+                if isinstance(block, list) and any(item is earlier for item in block) and any(item is child for item in block):
+                    return block.index(earlier) < block.index(child)
+            return False
+        return False
+
+    def _ancestors(self, node: ast.AST) -> Iterator[Tuple[ast.AST, ast.AST]]:
+        """``(child, parent)`` pairs from ``node`` up to the module."""
+        parent = self.model.parent(node)
+        while parent is not None:
+            yield node, parent
+            node, parent = parent, self.model.parent(parent)
+
+    def _reads_cache(self, call: ast.Call, path: Optional[ast.expr]) -> bool:
         bound = self._bound_name(call)
         if bound is None:
             return False
@@ -95,10 +137,18 @@ class ReadBack:
         branch = self._other_branch(statement)
         if branch is None:
             return False
+        bindings = [
+            node for node in _walk(branch)
+            if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store)
+        ]
         for node in _walk(branch):
             if isinstance(node, ast.Call) and self.model.resolved_names(node.func) == {SAVE}:
                 value, saved = _argument(node, 0, "obj"), _argument(node, 1, "f")
-                if isinstance(value, ast.Name) and value.id == name and saved is not None and self.same_path(self.path_of(saved), path):
+                if (
+                    isinstance(value, ast.Name) and value.id == name and saved is not None
+                    and self.same_path(self.path_of(saved), path)
+                    and any(self._runs_before(binding, node) for binding in bindings)
+                ):
                     return True
             if isinstance(node, ast.Assign) and len(node.targets) == 1:
                 value = _element(node.targets[0], node.value, name, index)
@@ -130,7 +180,7 @@ class ReadBack:
             return parent.orelse
         return parent.body
 
-    def _saves_and_returns(self, call: ast.Call, path: ast.expr) -> bool:
+    def _saves_and_returns(self, call: ast.Call, path: Optional[ast.expr]) -> bool:
         """Whether the function of the module that ``call`` calls saves a name to the parameter
         that ``call`` passes ``path`` to, and returns that name."""
         function = self.model.callee(call)
@@ -139,7 +189,10 @@ class ReadBack:
             return False
         passed = {function.positional[index] for index, argument in self.model.positional_arguments(site)
                   if index < len(function.positional) and self.same_path(self.path_of(argument), path)}
-        passed.update(keyword.arg for keyword in call.keywords if keyword.arg and self.same_path(keyword.value, path))
+        passed.update(keyword.arg for keyword in call.keywords if keyword.arg and self.same_path(self.path_of(keyword.value), path))
+        passed = {name for name in passed if not any(
+            isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load) for node in _walk(function.node.body)
+        )}
         saved = set()
         returned = set()
         for node in _walk(function.node.body):
@@ -151,6 +204,11 @@ class ReadBack:
             if isinstance(returned_value, ast.Name):
                 returned.add(returned_value.id)
         return bool(saved & returned)
+
+
+def loaded_path(call: ast.Call) -> Optional[ast.expr]:
+    """What a ``torch.load(f, ...)`` call reads: its first argument, or ``f=``."""
+    return _argument(call, 0, "f")
 
 
 def _argument(call: ast.Call, index: int, keyword: str) -> Optional[ast.expr]:
