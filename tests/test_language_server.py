@@ -4,6 +4,7 @@ open and change, code actions applied to the text, notebooks, configuration, bad
 from __future__ import annotations
 
 import asyncio
+import re
 import sys
 from pathlib import Path
 from typing import Dict, List, Sequence
@@ -51,7 +52,9 @@ def open_file(client: LanguageClient, path: Path, text: str) -> str:
 
 
 def offset(text: str, position: types.Position) -> int:
-    lines = text.splitlines(keepends=True)
+    """The character offset of an LSP position (lines end at \\r\\n, \\r or \\n only; the
+    text before the position on its line is ASCII here, so UTF-16 units are characters)."""
+    lines = re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$", text)
     return sum(len(line) for line in lines[: position.line]) + position.character
 
 
@@ -94,10 +97,7 @@ async def test_change_is_checked_again(client: LanguageClient, tmp_path: Path):
     fixed_line = 'model.load_state_dict(torch.load("weights.pt", map_location="cpu"))'
     client.text_document_did_change(types.DidChangeTextDocumentParams(
         text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
-        content_changes=[types.TextDocumentContentChangePartial(
-            range=types.Range(start=types.Position(line=2, character=0), end=types.Position(line=2, character=47)),
-            text=fixed_line,
-        )],
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=LOADS.replace(LOADS.splitlines()[2], fixed_line))],
     ))
     assert list(await published(client, uri)) == []
     client.text_document_did_change(types.DidChangeTextDocumentParams(
@@ -183,3 +183,29 @@ async def test_bad_documents_do_not_stop_the_server(client: LanguageClient, tmp_
     assert any("not checked" in message.message for message in client.log_messages)
     uri = open_file(client, tmp_path / "train.py", LOADS)
     assert [d.code for d in await published(client, uri)] == ["GPU001"]
+
+
+async def test_positions_follow_lsp_line_breaks_not_form_feeds(client: LanguageClient, tmp_path: Path):
+    text = 'import torch\n\x0c\nnet.load_state_dict(torch.load("w.pt"))  # caf\u00e9 \U0001f600\n'
+    uri = open_file(client, tmp_path / "feed.py", text)
+    finding = (await published(client, uri))[0]
+    assert finding.range.start == types.Position(line=2, character=20)
+    quick_fix = next(action for action in await actions(client, uri, finding) if "map_location" in action.title)
+    assert edited(quick_fix, uri, text) == text.replace('"w.pt"))', '"w.pt", map_location="cpu"))')
+
+
+async def test_code_actions_on_a_changed_document_use_its_new_text(client: LanguageClient, tmp_path: Path):
+    uri = open_file(client, tmp_path / "train.py", LOADS)
+    finding = (await published(client, uri))[0]
+    moved = "\n\n" + LOADS
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=moved)],
+    ))
+    moved_range = types.Range(
+        start=types.Position(line=finding.range.start.line + 2, character=finding.range.start.character),
+        end=types.Position(line=finding.range.end.line + 2, character=finding.range.end.character),
+    )
+    offered = await actions(client, uri, types.Diagnostic(range=moved_range, message=finding.message))
+    quick_fix = next(action for action in offered if "map_location" in action.title)
+    assert edited(quick_fix, uri, moved) == moved.replace('"weights.pt")', '"weights.pt", map_location="cpu")')

@@ -4,7 +4,10 @@ It checks Python files and notebooks (LSP notebook documents: the code cells as 
 open, on change (after a short pause in typing) and on save, and publishes each finding in the
 document it belongs to, with its rule code, a link to the rule's page and its fix. Code actions
 offer a finding's safe fix as a quick fix, its unsafe fix as a separate action that says it may
-change behaviour, "fix all safe fixes" (``source.fixAll.gpulint``) and a ``# noqa`` directive.
+change behaviour, "fix all safe fixes" (``source.fixAll.gpulint``, when the client asks for source
+actions) and a ``# noqa`` directive. Documents are synchronised whole (positions follow
+:mod:`gpulint.lsp.positions`), and code actions on a document changed since its last check check
+it again first.
 Settings come from ``[tool.gpulint]`` (see :mod:`gpulint.lsp.settings`); a configuration that
 cannot be used is shown to the user, and the defaults stand in for it. A document that does not
 parse, runs over its time budget or is too large to check gets a message, never a crash.
@@ -19,13 +22,12 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
-from pygls.workspace import TextDocument
-from pygls.workspace.position_codec import ServerTextPosition
 
 from gpulint import __version__
 from gpulint.engine.diagnostics import Applicability
 from gpulint.engine.runner import Job
 from gpulint.lsp.documents import Document, DocumentEdit, Finding, Problem, check, fix_all, offered_edits, with_noqa
+from gpulint.lsp.positions import Lines
 from gpulint.lsp.settings import SettingsCache
 from gpulint.rules import rules_for
 
@@ -50,7 +52,7 @@ class GpulintServer(LanguageServer):
         super().__init__(
             SOURCE,
             __version__,
-            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            text_document_sync_kind=types.TextDocumentSyncKind.Full,
             notebook_document_sync=types.NotebookDocumentSyncOptions(
                 notebook_selector=[
                     types.NotebookDocumentFilterWithCells(
@@ -64,6 +66,8 @@ class GpulintServer(LanguageServer):
         self.pending: Dict[str, asyncio.TimerHandle] = {}
         self.findings: Dict[str, List[Finding]] = {}
         """The last findings of each open document (file or notebook), by its URI."""
+        self.checked: Dict[str, Tuple[Tuple[str, Optional[int]], ...]] = {}
+        """The versions of the documents the last findings were computed on, by the same URI."""
         self.shown_errors: Set[str] = set()
         self.debounce = DEBOUNCE_SECONDS
 
@@ -81,6 +85,8 @@ class GpulintServer(LanguageServer):
                 if text_document.language_id in (None, "python"):
                     parts.append((cell.document, text_document.source))
             return Document(_path(notebook.uri), tuple(parts), notebook=True) if parts else None
+        if uri not in self.workspace.text_documents:
+            return None
         text_document = self.workspace.get_text_document(uri)
         return Document(_path(uri), ((uri, text_document.source),))
 
@@ -130,6 +136,7 @@ class GpulintServer(LanguageServer):
             outcome = check(document, job)
             findings, problems = outcome.findings, outcome.problems
         self.findings[uri] = findings
+        self.checked[uri] = self.versions(document)
         by_uri: Dict[str, List[types.Diagnostic]] = {part: [] for part in uris}
         for finding in findings:
             by_uri.setdefault(finding.uri, []).append(self.to_lsp(finding))
@@ -142,6 +149,9 @@ class GpulintServer(LanguageServer):
             self.text_document_publish_diagnostics(
                 types.PublishDiagnosticsParams(uri=part_uri, diagnostics=diagnostics, version=version)
             )
+
+    def versions(self, document: Document) -> Tuple[Tuple[str, Optional[int]], ...]:
+        return tuple((part_uri, self.workspace.get_text_document(part_uri).version) for part_uri, _ in document.parts)
 
     def recheck_all(self) -> None:
         """Check every open document again (the configuration changed)."""
@@ -157,10 +167,15 @@ class GpulintServer(LanguageServer):
 
     # Conversions to the protocol.
 
+    def lines(self, uri: str) -> Lines:
+        """The document's lines as the client counts them, in the agreed position encoding."""
+        encoding = self.workspace.position_encoding or types.PositionEncodingKind.Utf16
+        return Lines(self.workspace.get_text_document(uri).source, str(encoding))
+
     def range_of(self, uri: str, start: Tuple[int, int], end: Tuple[int, int]) -> types.Range:
         """The client's range for 1-based lines and columns in characters."""
-        document = self.workspace.get_text_document(uri)
-        return types.Range(_client_position(document, *start), _client_position(document, *end))
+        lines = self.lines(uri)
+        return types.Range(lines.position_of(*start), lines.position_of(*end))
 
     def to_lsp(self, finding: Finding) -> types.Diagnostic:
         diagnostic = finding.diagnostic
@@ -192,12 +207,9 @@ class GpulintServer(LanguageServer):
     def text_edits(self, edits: Sequence[DocumentEdit]) -> types.WorkspaceEdit:
         changes: Dict[str, List[types.TextEdit]] = {}
         for edit in edits:
-            document = self.workspace.get_text_document(edit.uri)
+            lines = self.lines(edit.uri)
             changes.setdefault(edit.uri, []).append(types.TextEdit(
-                range=types.Range(
-                    document.client_position_at_offset(edit.start), document.client_position_at_offset(edit.end)
-                ),
-                new_text=edit.content,
+                range=types.Range(lines.position(edit.start), lines.position(edit.end)), new_text=edit.content,
             ))
         return types.WorkspaceEdit(changes=changes)
 
@@ -221,6 +233,8 @@ class GpulintServer(LanguageServer):
         document = self.document(owner)
         if document is None:
             return []
+        if self.checked.get(owner) != self.versions(document):
+            self.check_and_publish(owner)
         wanted = params.context.only
         actions: List[types.CodeAction] = []
         if _wants(wanted, types.CodeActionKind.QuickFix):
@@ -228,7 +242,7 @@ class GpulintServer(LanguageServer):
                 if finding.uri != uri or not _overlaps(self.to_lsp(finding).range, params.range):
                     continue
                 actions.extend(self.finding_actions(document, finding))
-        if _wants(wanted, FIX_ALL):
+        if wanted is not None and _wants(wanted, FIX_ALL):
             job = self.job(document)
             fixed = fix_all(document, job) if job is not None else None
             if fixed:
@@ -264,11 +278,6 @@ class GpulintServer(LanguageServer):
 
 def _path(uri: str) -> str:
     return to_fs_path(uri) or ""
-
-
-def _client_position(document: TextDocument, line: int, column: int) -> types.Position:
-    """The client's position of a 1-based line and character column of the document."""
-    return document.position_to_client_units(ServerTextPosition(line - 1, column - 1))
 
 
 def _wants(only: Optional[Sequence[str]], kind: str) -> bool:
@@ -333,6 +342,9 @@ def build_server() -> GpulintServer:
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
     def notebook_did_close(ls: GpulintServer, params: types.DidCloseNotebookDocumentParams) -> None:
         ls.findings.pop(params.notebook_document.uri, None)
+        pending = ls.pending.pop(params.notebook_document.uri, None)
+        if pending is not None:
+            pending.cancel()
         for cell in params.cell_text_documents:
             ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=cell.uri, diagnostics=[]))
 

@@ -58,7 +58,7 @@ class SettingsCache:
 def _signature(folder: Path) -> Signature:
     """``(path, size, modification time)`` of each ``pyproject.toml`` from ``folder`` up."""
     found = []
-    directory = folder.absolute()
+    directory = folder.resolve()
     for candidate_dir in (directory, *directory.parents):
         candidate = os.path.join(candidate_dir, "pyproject.toml")
         try:
