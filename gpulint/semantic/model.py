@@ -280,11 +280,12 @@ class SemanticModel(Survey):
     def _bound_otherwise(self) -> Set[Binding]:
         """Bindings that something other than an import also binds (an assignment, a ``def``)."""
         found: Set[Binding] = set()
+        imported = {binding.name for binding in self._imported}
         for name in self.nodes(ast.Name):
-            if not isinstance(name.ctx, ast.Load):
+            if name.id in imported and not isinstance(name.ctx, ast.Load):
                 found.add(self.scope_at(name).resolve(name.id))
         for function in self.all_functions:
-            if function.scope.parent is not None:
+            if function.scope.parent is not None and function.name in imported:
                 found.add(function.scope.parent.resolve(function.name))
         return found
 

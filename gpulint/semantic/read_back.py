@@ -41,7 +41,7 @@ class ReadBack:
         """``(call, value, path)`` of every ``torch.save(value, path)`` of the module."""
         found = []
         for call in self.model.calls():
-            if self.model.resolved_names(call.func) != {SAVE}:
+            if not self._saves(call):
                 continue
             value, path = _argument(call, 0, "obj"), _argument(call, 1, "f")
             if value is not None and path is not None:
@@ -97,6 +97,10 @@ class ReadBack:
             statement.targets == [stores[0]] if isinstance(statement, ast.Assign) else statement.target is stores[0]
         )
 
+    def _saves(self, call: ast.Call) -> bool:
+        """Whether ``call`` is ``torch.save`` (the import table's superset first: no binding to resolve)."""
+        return SAVE in self.model.qualified_names(call.func) and self.model.resolved_names(call.func) == {SAVE}
+
     def _names(self, func: ast.expr) -> frozenset:
         names = self.model.resolved_names(func)
         return names or frozenset({ast_dotted_name(func) or ""})
@@ -142,7 +146,7 @@ class ReadBack:
             if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store)
         ]
         for node in _walk(branch):
-            if isinstance(node, ast.Call) and self.model.resolved_names(node.func) == {SAVE}:
+            if isinstance(node, ast.Call) and self._saves(node):
                 value, saved = _argument(node, 0, "obj"), _argument(node, 1, "f")
                 if (
                     isinstance(value, ast.Name) and value.id == name and saved is not None
@@ -196,7 +200,7 @@ class ReadBack:
         saved = set()
         returned = set()
         for node in _walk(function.node.body):
-            if isinstance(node, ast.Call) and self.model.resolved_names(node.func) == {SAVE}:
+            if isinstance(node, ast.Call) and self._saves(node):
                 value, target = _argument(node, 0, "obj"), _argument(node, 1, "f")
                 if isinstance(value, ast.Name) and isinstance(target, ast.Name) and target.id in passed:
                     saved.add(value.id)
