@@ -66,7 +66,8 @@ def _disjoint(first: Fix, second: Fix) -> bool:
     return all(a == b or a.end < b.start or b.end < a.start for a in first.edits for b in second.edits)
 
 
-def _compiles(text: str) -> bool:
+def compiles(text: str) -> bool:
+    """Whether the running Python compiles ``text`` (its warnings about the code silenced)."""
     try:
         quiet_compile(text, "<gpulint>")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -91,7 +92,7 @@ def fix_text(text: str, lint: Lint, allowed: Collection[Applicability]) -> FixRe
         chosen = choose_fixes(d.fix for d in fixable if d.fix is not None)
         new_text, count = apply_chosen(text, chosen), len(chosen)
         if new_text == text:
-            if applied and not _compiles(text) and _compiles(original):
+            if applied and not compiles(text) and compiles(original):
                 raise FixError("fixes produced code that this Python cannot compile; file left unchanged", first)
             return FixResult(text, applied, diagnostics, tuple(codes))
         if passes == MAX_PASSES:

@@ -15,7 +15,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from gpulint.engine.diagnostics import Applicability, Diagnostic, Edit, Fix, Position, apply_chosen
 from gpulint.engine.line_index import LineIndex
 from gpulint.engine.runner import FileError, Job, Mode, process_text
-from gpulint.engine.source import SourceError, quiet_compile
+from gpulint.engine.fixer import compiles
+from gpulint.engine.source import SourceError
 from gpulint.frontend.add_noqa import add_noqa
 from gpulint.frontend.notebook import Notebook, changed_cells, parse_notebook, show
 
@@ -163,21 +164,13 @@ def _parses_after(text: str, fix: Fix) -> bool:
     """Whether ``text`` with ``fix`` applied still parses: it compiles where the original does
     (Python's own parser is the quick and strict check), else LibCST parses it."""
     fixed = apply_chosen(text, [fix])
-    if _compiles(text):
-        return _compiles(fixed)
+    if compiles(text):
+        return compiles(fixed)
     import libcst as cst
 
     try:
         cst.parse_module(fixed)
     except cst.ParserSyntaxError:
-        return False
-    return True
-
-
-def _compiles(text: str) -> bool:
-    try:
-        quiet_compile(text, "<gpulint>")
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     return True
 

@@ -162,6 +162,17 @@ class GpulintServer(LanguageServer):
         for uri in sorted(open_uris):
             self.check_and_publish(uri)
 
+    def forget(self, uri: str, shown: Sequence[str]) -> None:
+        """A closed document: drop its findings and pending check, and clear what ``shown`` (its
+        own URI, or its cells') displays."""
+        self.findings.pop(uri, None)
+        self.checked.pop(uri, None)
+        pending = self.pending.pop(uri, None)
+        if pending is not None:
+            pending.cancel()
+        for shown_uri in shown:
+            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=shown_uri, diagnostics=[]))
+
     def log(self, kind: types.MessageType, message: str) -> None:
         self.window_log_message(types.LogMessageParams(type=kind, message=f"gpulint: {message}"))
 
@@ -320,12 +331,7 @@ def build_server() -> GpulintServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: GpulintServer, params: types.DidCloseTextDocumentParams) -> None:
-        uri = params.text_document.uri
-        ls.findings.pop(uri, None)
-        pending = ls.pending.pop(uri, None)
-        if pending is not None:
-            pending.cancel()
-        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+        ls.forget(params.text_document.uri, [params.text_document.uri])
 
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
     def notebook_did_open(ls: GpulintServer, params: types.DidOpenNotebookDocumentParams) -> None:
@@ -341,12 +347,7 @@ def build_server() -> GpulintServer:
 
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
     def notebook_did_close(ls: GpulintServer, params: types.DidCloseNotebookDocumentParams) -> None:
-        ls.findings.pop(params.notebook_document.uri, None)
-        pending = ls.pending.pop(params.notebook_document.uri, None)
-        if pending is not None:
-            pending.cancel()
-        for cell in params.cell_text_documents:
-            ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=cell.uri, diagnostics=[]))
+        ls.forget(params.notebook_document.uri, [cell.uri for cell in params.cell_text_documents])
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     def watched_files(ls: GpulintServer, params: types.DidChangeWatchedFilesParams) -> None:
