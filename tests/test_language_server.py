@@ -7,7 +7,7 @@ import asyncio
 import re
 import sys
 from pathlib import Path
-from typing import Dict, List, Sequence
+from typing import List, Sequence
 
 import pytest
 import pytest_lsp

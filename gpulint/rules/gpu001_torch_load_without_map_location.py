@@ -16,7 +16,7 @@ from gpulint.semantic.dead_code import never_runs
 from gpulint.semantic.mapping_use import MappingUse
 from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.read_back import ReadBack, loaded_path
-from gpulint.semantic.survey import Survey, ast_full_name
+from gpulint.semantic.survey import ast_full_name
 from gpulint.semantic.torch_api import MAP_LOCATION_SLOT
 
 # The functions flagged are those of MAP_LOCATION_SLOT. ``torch.hub.load_state_dict_from_url`` and

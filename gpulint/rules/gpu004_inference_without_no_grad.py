@@ -17,7 +17,6 @@ from gpulint.engine.diagnostics import Applicability, Edit, FixOutcome, NoFix
 from gpulint.engine.rule import FixAvailability, Rule
 from gpulint.semantic.evaluation import FORWARD_METHODS, EvaluationFacts, ScopeFacts
 from gpulint.semantic.model import SemanticModel
-from gpulint.semantic.survey import Survey
 from gpulint.semantic.torch_api import MODULE_METHODS
 
 OUTPUTS_LEAVE = "a value computed from the forward pass leaves the function, and a caller may backpropagate it"
