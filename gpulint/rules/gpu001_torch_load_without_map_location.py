@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Callable, Iterable, Iterator, List, Mapping, Optional, Set, Tuple
+from typing import Callable, Iterable, List, Mapping, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -16,7 +16,7 @@ from gpulint.semantic.dead_code import never_runs
 from gpulint.semantic.mapping_use import MappingUse
 from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.read_back import ReadBack, loaded_path
-from gpulint.semantic.survey import ast_full_name
+from gpulint.semantic.survey import ast_full_name, own_nodes
 from gpulint.semantic.torch_api import MAP_LOCATION_SLOT
 
 # The functions flagged are those of MAP_LOCATION_SLOT. ``torch.hub.load_state_dict_from_url`` and
@@ -199,23 +199,12 @@ def _contains_download(model: SemanticModel, nodes: Iterable[ast.AST]) -> bool:
     return any(_is_download(model, part) for node in nodes for part in ast.walk(node))
 
 
-def _own_statements(scope: ast.AST) -> Iterator[ast.AST]:
-    """The nodes of a scope's own code, not of the functions and classes it defines."""
-    stack: List[ast.AST] = list(getattr(scope, "body", []))
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        yield node
-        stack.extend(ast.iter_child_nodes(node))
-
-
 def _downloaded(model: SemanticModel, scope: ast.AST, loaded: ast.expr) -> bool:
     """Whether the scope's own code binds the loaded name to what a download call returns, or runs
     a download under an ``if`` that tests the loaded file: its name, or the string it holds."""
     name = loaded.id if isinstance(loaded, ast.Name) else None
     path = _string_value(model, loaded)
-    for node in _own_statements(scope):
+    for node in own_nodes(getattr(scope, "body", [])):
         if name is not None and isinstance(node, ast.Assign) and any(
             isinstance(t, ast.Name) and t.id == name for t in node.targets
         ):

@@ -24,7 +24,7 @@ from functools import cached_property
 from typing import Iterator, List, Optional, Tuple
 
 from gpulint.semantic.model import SemanticModel
-from gpulint.semantic.survey import ast_dotted_name
+from gpulint.semantic.survey import ast_dotted_name, own_nodes
 
 SAVE = "torch.save"
 OPENERS = frozenset({"open", "builtins.open", "io.open"})
@@ -142,10 +142,10 @@ class ReadBack:
         if branch is None:
             return False
         bindings = [
-            node for node in _walk(branch)
+            node for node in own_nodes(branch)
             if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store)
         ]
-        for node in _walk(branch):
+        for node in own_nodes(branch):
             if isinstance(node, ast.Call) and self._saves(node):
                 value, saved = _argument(node, 0, "obj"), _argument(node, 1, "f")
                 if (
@@ -195,11 +195,11 @@ class ReadBack:
                   if index < len(function.positional) and self.same_path(self.path_of(argument), path)}
         passed.update(keyword.arg for keyword in call.keywords if keyword.arg and self.same_path(self.path_of(keyword.value), path))
         passed = {name for name in passed if not any(
-            isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load) for node in _walk(function.node.body)
+            isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load) for node in own_nodes(function.node.body)
         )}
         saved = set()
         returned = set()
-        for node in _walk(function.node.body):
+        for node in own_nodes(function.node.body):
             if isinstance(node, ast.Call) and self._saves(node):
                 value, target = _argument(node, 0, "obj"), _argument(node, 1, "f")
                 if isinstance(value, ast.Name) and isinstance(target, ast.Name) and target.id in passed:
@@ -234,14 +234,3 @@ def _element(target: ast.expr, value: ast.expr, name: str, index: Optional[int])
 
 def _names_in(node: ast.AST) -> Iterator[ast.Name]:
     return (part for part in ast.walk(node) if isinstance(part, ast.Name))
-
-
-def _walk(statements: List[ast.stmt]) -> Iterator[ast.AST]:
-    """The nodes of ``statements``, not those of the functions and classes they define."""
-    stack: List[ast.AST] = list(statements)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        yield node
-        stack.extend(ast.iter_child_nodes(node))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 from collections import defaultdict
 from functools import cached_property
-from typing import DefaultDict, Dict, FrozenSet, List, Optional, Set, Tuple, Type, TypeVar
+from typing import DefaultDict, Dict, FrozenSet, Iterator, List, Optional, Set, Tuple, Type, TypeVar
 
 from gpulint.semantic.torch_api import MODULE_METHODS, is_module_constructor
 from gpulint.semantic.import_table import ImportTable
@@ -58,6 +58,18 @@ def argument_values(call: ast.Call) -> List[ast.expr]:
     """Every argument's value, positional, starred or keyword."""
     values = [arg.value if isinstance(arg, ast.Starred) else arg for arg in call.args]
     return values + [keyword.value for keyword in call.keywords]
+
+
+def own_nodes(statements: List[ast.stmt]) -> Iterator[ast.AST]:
+    """The nodes of ``statements`` that run with them: not those of the functions, lambdas and
+    classes they define."""
+    stack: List[ast.AST] = list(statements)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _SCOPES):
+            continue
+        yield node
+        stack.extend(ast.iter_child_nodes(node))
 
 
 def is_false_constant(node: ast.AST) -> bool:
