@@ -15,6 +15,7 @@ from gpulint.analysis.gradients import GradientFlow, mentions
 from gpulint.analysis.tensors import dotted_name
 from gpulint.engine.diagnostics import Applicability, Edit, FixOutcome, NoFix
 from gpulint.engine.rule import FixAvailability, Rule
+from gpulint.semantic.backward import backpropagated_functions
 from gpulint.semantic.evaluation import FORWARD_METHODS, EvaluationFacts, ScopeFacts
 from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.torch_api import MODULE_METHODS
@@ -61,8 +62,8 @@ class InferenceWithoutNoGrad(Rule):
     def candidates(model: SemanticModel, program: bool = False) -> List[Tuple[ScopeFacts, List[ast.Call]]]:
         """Each function (or the module-level code) that runs a model in evaluation mode with
         gradients on, with those forward calls: not where the code also trains (``backward``, an
-        optimizer ``step``), nor in a function that always runs with gradients off, nor on a
-        frozen model. In an inference-only program (``program``: a notebook, or a file with an
+        optimizer ``step``), nor in a function whose result a backward pass may start from, nor in
+        a function that always runs with gradients off, nor on a frozen model. In an inference-only program (``program``: a notebook, or a file with an
         ``if __name__ == "__main__":`` block; nothing in the file trains, and it loads weights), a
         model the code binds and calls in a loop without ever setting its mode counts too,
         outside classes."""
@@ -73,9 +74,12 @@ class InferenceWithoutNoGrad(Rule):
         ):
             return []
         facts = model.derived(EvaluationFacts)
+        backpropagated = model.derived(backpropagated_functions)
         found = []
         for scope in facts.scopes:
-            if scope.needs_gradients or (scope.function is not None and scope.function in model.runs_without_grad):
+            if scope.needs_gradients or (scope.function is not None and (
+                scope.function in model.runs_without_grad or scope.function in backpropagated
+            )):
                 continue
             forward = scope.forward_calls
             program_calls = [call for call in scope.default_mode_calls if model.in_loop(call)] if (

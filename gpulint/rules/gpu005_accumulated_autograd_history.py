@@ -218,7 +218,7 @@ class AccumulatedAutogradHistory(Rule):
         if model is None or code_range is None:
             return False
         start, end = code_range.start, code_range.end
-        return (start.line, start.column, end.line, end.column) in model.forward_output_calls_with_grad
+        return (start.line, start.column, end.line, end.column) in model.derived(AutogradHistory).helper_calls_with_history
 
     @staticmethod
     def _outlives_iteration(accumulated: str, loop: cst.CSTNode) -> bool:

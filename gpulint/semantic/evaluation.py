@@ -5,7 +5,8 @@ Each function (its lambdas and class bodies with it) and the module-level code a
 order: ``model.eval()``, ``model.train(False)``, ``m = model.float().eval()`` put a value in
 evaluation mode, ``model.train()`` takes it out. A call whose mode the function does not set takes
 it from outside, decided over the whole module: a module-level model a function reads, a
-``self.<attr>`` that the class's methods only ever put in evaluation mode, a parameter that every
+``self.<attr>`` that the class's methods only ever put in evaluation mode (not in a class that is
+itself a model, where that freezes a part of what is trained), a parameter that every
 call of the function in the module passes a model in evaluation mode (a fixed point over the call
 graph), the value of a call to a function that returns a model it put in evaluation mode.
 """
@@ -19,12 +20,14 @@ from typing import Dict, FrozenSet, List, Optional, Set, Tuple, Union
 
 from gpulint.semantic.model import Function, GradientWalker, Place, SemanticModel
 from gpulint.semantic.survey import ast_dotted_name, is_false_constant
-from gpulint.semantic.torch_api import MODULE_API
+from gpulint.semantic.frozen import frozen_models
+from gpulint.semantic.torch_api import MODULE_API, MODULE_RETURNING_METHODS
 
 FORWARD_METHODS = frozenset({"forward", "inference", "infer", "encode", "decode"})
 """Methods that run a model's forward pass (``model.inference(x)`` in Tacotron-style models)."""
-MODE_PRESERVING = frozenset({"float", "half", "bfloat16", "double", "to", "cuda", "cpu", "eval", "requires_grad_"})
-"""Methods that return the module they are called on: ``model.float().eval()`` puts ``model`` in eval mode."""
+MODE_PRESERVING = MODULE_RETURNING_METHODS - {"train"}
+"""Methods that return the module they are called on and keep its mode: ``model.float().eval()`` puts
+``model`` in eval mode."""
 
 DETACHING = frozenset({"detach", "data", "detach_"})
 """What gives a tensor that needs no gradient from one that may (``out.detach()``, ``out.data``)."""
@@ -72,8 +75,8 @@ class EvaluationFacts:
         self.scopes: List[ScopeFacts] = []
         self.arguments: Dict[int, List[ArgumentMode]] = {}
         """For each call site (by ``id`` of its node), what it passes at each positional argument."""
-        self.frozen: Set[Place] = set()
-        """Models frozen anywhere in the module (``model.requires_grad_(False)``), or whose outputs
+        self.frozen: Set[Place] = set(model.derived(frozen_models))
+        """Frozen models (:mod:`gpulint.semantic.frozen`), and models whose outputs
         the code turns into numpy arrays without detaching them (which raises on a tensor that
         requires grad: the model's weights need none)."""
         self.class_modes: Dict[Place, List[bool]] = {}
@@ -99,6 +102,8 @@ class EvaluationFacts:
             return False
         binding = place.binding
         if binding.scope.is_class and binding.name == "self":
+            if binding.scope.node in self.model.module_classes:
+                return False
             modes = self.class_modes.get(place, [])
             return bool(modes) and all(modes)
         if binding.scope is function.scope and binding.name in function.scope.parameters:
@@ -218,10 +223,6 @@ class _Walk(GradientWalker):
                 if method in ("eval", "train"):
                     evaluating = not node.args if method == "eval" else bool(node.args) and is_false_constant(node.args[0])
                     self._set_mode(receiver, evaluating)
-                elif method == "requires_grad_" and node.args and is_false_constant(node.args[0]):
-                    place = self.model.place(receiver)
-                    if place is not None:
-                        self.facts.frozen.add(place)
                 elif method in FORWARD_METHODS and not self.guards:
                     self._forward_call(facts, self.model.place(receiver), node)
         if ast_dotted_name(func) is not None and not self.guards:

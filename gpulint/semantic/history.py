@@ -1,7 +1,8 @@
 """Which values of a module may carry autograd history, decided on the model for every function at
 once: a call of a module, a criterion, a ``torch.nn.functional`` function, a ``*_loss`` function of
-torch or a helper that returns a forward output computed with gradients on; and a name that
-``.backward()`` is called on, or that its scope binds to such a call.
+torch or a helper that returns a forward output computed with gradients on (of a model that is not
+frozen: :mod:`gpulint.semantic.frozen`); and a name that ``.backward()`` is called on, or that its
+scope binds to such a call.
 
 It over-approximates what a rule's per-scope analysis concludes, so a rule may use it to decide
 which functions it must read at all.
@@ -12,6 +13,8 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Set, Tuple
 
+from gpulint.semantic.evaluation import module_of
+from gpulint.semantic.frozen import frozen_models
 from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.survey import ast_dotted_name
 from gpulint.semantic.torch_api import is_loss_module, is_torch_tensor_function
@@ -48,6 +51,11 @@ class AutogradHistory:
             call.func.value.id for call in model.method_calls("backward")
             if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name)
         }
+        frozen = model.derived(frozen_models)
+        returning = model.functions_returning_outputs(lambda call: _called_model(model, call) not in frozen)
+        self.helper_calls_with_history = model.calls_of(returning - model.runs_without_grad)
+        """Where the module calls a function of its own that returns a forward output of a model
+        that is not frozen and may run with gradients on (the span of each call's ``func``)."""
         self.history_names: Set[Tuple[str, ast.AST]] = {
             (name, model.scope_of(value)) for name, value in bindings if isinstance(value, ast.Call) and self.produces(value)
         }
@@ -60,7 +68,7 @@ class AutogradHistory:
             return True
         if isinstance(func, ast.Attribute) and func.attr == "forward" and ast_dotted_name(func.value) in model.modules:
             return True
-        if model.span(func) in model.forward_output_calls_with_grad:
+        if model.span(func) in self.helper_calls_with_history:
             return True
         return any(
             q.startswith("torch.nn.functional.") or (is_torch_tensor_function(q) and q.endswith("_loss"))
@@ -74,3 +82,10 @@ class AutogradHistory:
         return isinstance(value, ast.Name) and (
             value.id in self.backward_names or (value.id, self.model.scope_of(value)) in self.history_names
         )
+
+
+def _called_model(model: SemanticModel, call: ast.Call) -> object:
+    """The place of the model a forward call calls (``model`` in ``model(x)`` and ``model.forward(x)``)."""
+    func = call.func
+    target = func.value if isinstance(func, ast.Attribute) and func.attr == "forward" else func
+    return model.place(module_of(target))

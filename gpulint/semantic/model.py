@@ -190,6 +190,35 @@ class SemanticModel(Survey):
                     owner.methods[function.name] = function
         return functions, classes
 
+    @cached_property
+    def module_classes(self) -> FrozenSet[ast.ClassDef]:
+        """Classes of the module that are models: they define ``forward``, or a base is
+        ``nn.Module``-like (its name ends in ``Module``: ``nn.Module``, ``pl.LightningModule``) or
+        such a class of the module (by binding)."""
+        classes = list(self._definitions[1].values())
+        found: Set[ast.ClassDef] = set()
+        changed = True
+        while changed:
+            changed = False
+            for cls in classes:
+                if cls.node not in found and ("forward" in cls.methods or any(
+                    (ast_dotted_name(base) or "").endswith("Module") or self._defined_class(base) in found
+                    for base in cls.node.bases
+                )):
+                    found.add(cls.node)
+                    changed = True
+        return frozenset(found)
+
+    def _defined_class(self, node: ast.expr) -> Optional[ast.ClassDef]:
+        """The class of the module a base name refers to, by binding."""
+        if not isinstance(node, ast.Name):
+            return None
+        definition = self.scope_at(node).resolve(node.id)
+        for child in definition.scope.children:
+            if isinstance(child.node, ast.ClassDef) and child.node.name == node.id:
+                return child.node
+        return None
+
     @property
     def all_functions(self) -> List[Function]:
         return list(self._definitions[0].values())
@@ -237,13 +266,11 @@ class SemanticModel(Survey):
         if name in owner.methods:
             return owner.methods[name]
         for base in owner.node.bases:
-            if isinstance(base, ast.Name):
-                definition = self.scope_at(base).resolve(base.id)
-                for child in definition.scope.children:
-                    if isinstance(child.node, ast.ClassDef) and child.node.name == base.id:
-                        found = self._method(child.node, name, seen | {id(node)})
-                        if found is not None:
-                            return found
+            defined = self._defined_class(base)
+            if defined is not None:
+                found = self._method(defined, name, seen | {id(node)})
+                if found is not None:
+                    return found
         return None
 
     @cached_property
@@ -415,6 +442,10 @@ class SemanticModel(Survey):
         """Functions that return a model's forward output, or a value computed from one (an
         attribute, an item, arithmetic): ``return self.model(x).logits``, ``out = model(x);
         return out``, or the value of another such function (a fixed point over the call graph)."""
+        return self.functions_returning_outputs(lambda call: True)
+
+    def functions_returning_outputs(self, counts: Callable[[ast.Call], bool]) -> FrozenSet[Function]:
+        """:attr:`returns_forward_output`, where only the forward calls ``counts`` accepts count."""
         if not self.modules:
             return frozenset()
         own: Dict[Function, List[ast.AST]] = {}
@@ -427,42 +458,42 @@ class SemanticModel(Survey):
         while changed:
             changed = False
             for function, nodes in own.items():
-                if function not in found and self._returns_forward_output(nodes, found):
+                if function not in found and self._returns_forward_output(nodes, found, counts):
                     found.add(function)
                     changed = True
         return frozenset(found)
 
-    def _returns_forward_output(self, own: Sequence[ast.AST], found: Set[Function]) -> bool:
+    def _returns_forward_output(self, own: Sequence[ast.AST], found: Set[Function], counts: Callable[[ast.Call], bool]) -> bool:
         outputs: Set[str] = set()
         changed = True
         while changed:
             changed = False
             for node in own:
-                if isinstance(node, ast.Assign) and self._forward_output(node.value, outputs, found):
+                if isinstance(node, ast.Assign) and self._forward_output(node.value, outputs, found, counts):
                     for target in node.targets:
                         if isinstance(target, ast.Name) and target.id not in outputs:
                             outputs.add(target.id)
                             changed = True
         return any(
-            isinstance(node, ast.Return) and node.value is not None and self._forward_output(node.value, outputs, found)
+            isinstance(node, ast.Return) and node.value is not None and self._forward_output(node.value, outputs, found, counts)
             for node in own
         )
 
-    def _forward_output(self, node: ast.expr, outputs: Set[str], found: Set[Function]) -> bool:
+    def _forward_output(self, node: ast.expr, outputs: Set[str], found: Set[Function], counts: Callable[[ast.Call], bool]) -> bool:
         if isinstance(node, ast.Name):
             return node.id in outputs
         if isinstance(node, (ast.Attribute, ast.Subscript)):
             if isinstance(node, ast.Attribute) and node.attr in torch_api.NON_TENSOR_ATTRIBUTES:
                 return False
-            return self._forward_output(node.value, outputs, found)
+            return self._forward_output(node.value, outputs, found, counts)
         if isinstance(node, ast.BinOp):
-            return self._forward_output(node.left, outputs, found) or self._forward_output(node.right, outputs, found)
+            return self._forward_output(node.left, outputs, found, counts) or self._forward_output(node.right, outputs, found, counts)
         if isinstance(node, ast.Call):
             func = node.func
             if ast_dotted_name(func) in self.modules:
-                return True
+                return counts(node)
             if isinstance(func, ast.Attribute) and func.attr == "forward" and ast_dotted_name(func.value) in self.modules:
-                return True
+                return counts(node)
             if not found:
                 return False
             site = self.site_of.get(id(node))
@@ -473,22 +504,13 @@ class SemanticModel(Survey):
     def forward_output_calls(self) -> FrozenSet[Tuple[int, int, int, int]]:
         """Where the module calls a function of its own that returns a forward output (the span of
         each such call's ``func``, as :meth:`span` gives it)."""
-        if not self.returns_forward_output:
-            return frozenset()
-        return frozenset(
-            self.span(site.node.func) for site in self.call_sites if site.callee in self.returns_forward_output
-        )
+        return self.calls_of(self.returns_forward_output)
 
-    @cached_property
-    def forward_output_calls_with_grad(self) -> FrozenSet[Tuple[int, int, int, int]]:
-        """:attr:`forward_output_calls` to functions that may run with gradients on (their output
-        may carry autograd history)."""
-        if not self.returns_forward_output:
+    def calls_of(self, functions: FrozenSet[Function]) -> FrozenSet[Tuple[int, int, int, int]]:
+        """The spans of the ``func`` of every call of one of ``functions``."""
+        if not functions:
             return frozenset()
-        return frozenset(
-            self.span(site.node.func) for site in self.call_sites
-            if site.callee in self.returns_forward_output and site.callee not in self.runs_without_grad
-        )
+        return frozenset(self.span(site.node.func) for site in self.call_sites if site.callee in functions)
 
     @cached_property
     def has_main_guard(self) -> bool:

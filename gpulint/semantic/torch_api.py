@@ -175,6 +175,12 @@ MODULE_METHODS = frozenset({
 ``requires_grad_``, ``half`` and ``bfloat16``): ``analysis.tensors`` and ``semantic.survey`` collect
 the names they are called on."""
 
+MODULE_RETURNING_METHODS = frozenset({
+    "float", "half", "bfloat16", "double", "to", "cuda", "cpu", "eval", "train", "requires_grad_",
+})
+"""Methods of ``nn.Module`` that return the module they are called on: ``model.float().eval()`` is
+``model``."""
+
 WEIGHT_ATTRIBUTES = frozenset({"weight", "bias"})
 """A layer's parameters (``layer.weight``, ``layer.bias``): ``analysis.scope`` reads assigning one as
 replacing a tensor the module held."""
