@@ -17,6 +17,7 @@ from libcst.helpers import get_full_name_for_node
 from gpulint.analysis.names import QualifiedNames
 from gpulint.semantic.torch_api import (
     FLOAT_DTYPES,
+    FORWARD_METHODS,
     INDEX_METHODS,
     LOADERS,
     MODULE_METHODS,
@@ -281,7 +282,7 @@ class TensorLikeness:
             if method in ("cuda", "to"):
                 return self._builds_module(func.value) or self.holds_device_memory(func.value, holding)
             if self.is_module(func.value):
-                return method == "forward"
+                return method in FORWARD_METHODS
             if method == "from_pretrained":
                 return _keyword(node, "device_map") is not None
             return self.holds_device_memory(func.value, holding)

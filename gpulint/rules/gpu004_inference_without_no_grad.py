@@ -16,9 +16,9 @@ from gpulint.analysis.tensors import dotted_name
 from gpulint.engine.diagnostics import Applicability, Edit, FixOutcome, NoFix
 from gpulint.engine.rule import FixAvailability, Rule
 from gpulint.semantic.backward import backpropagated_functions
-from gpulint.semantic.evaluation import FORWARD_METHODS, EvaluationFacts, ScopeFacts
+from gpulint.semantic.evaluation import EvaluationFacts, ScopeFacts
 from gpulint.semantic.model import SemanticModel
-from gpulint.semantic.torch_api import MODULE_METHODS
+from gpulint.semantic.torch_api import FORWARD_METHODS, MODULE_METHODS
 
 OUTPUTS_LEAVE = "a value computed from the forward pass leaves the function, and a caller may backpropagate it"
 MAY_TRAIN = "the function may also train: it switches a model to training mode or hands one to other code"

@@ -21,10 +21,8 @@ from typing import Dict, FrozenSet, List, Optional, Set, Tuple, Union
 from gpulint.semantic.model import Function, GradientWalker, Place, SemanticModel
 from gpulint.semantic.survey import ast_dotted_name, is_false_constant
 from gpulint.semantic.frozen import frozen_models
-from gpulint.semantic.torch_api import MODULE_API, MODULE_RETURNING_METHODS
+from gpulint.semantic.torch_api import FORWARD_METHODS, MODULE_API, MODULE_RETURNING_METHODS
 
-FORWARD_METHODS = frozenset({"forward", "inference", "infer", "encode", "decode"})
-"""Methods that run a model's forward pass (``model.inference(x)`` in Tacotron-style models)."""
 MODE_PRESERVING = MODULE_RETURNING_METHODS - {"train"}
 """Methods that return the module they are called on and keep its mode: ``model.float().eval()`` puts
 ``model`` in eval mode."""

@@ -175,6 +175,10 @@ MODULE_METHODS = frozenset({
 ``requires_grad_``, ``half`` and ``bfloat16``): ``analysis.tensors`` and ``semantic.survey`` collect
 the names they are called on."""
 
+FORWARD_METHODS = frozenset({"forward", "inference", "infer", "encode", "decode"})
+"""Methods that run a model's forward pass (``model.inference(x)`` in Tacotron-style models,
+``model.encode(src)`` and ``model.decode(memory, tgt)`` in encoder-decoders)."""
+
 MODULE_RETURNING_METHODS = frozenset({
     "float", "half", "bfloat16", "double", "to", "cuda", "cpu", "eval", "train", "requires_grad_",
 })
