@@ -21,9 +21,9 @@ from gpulint.semantic.torch_api import MAP_LOCATION_SLOT
 
 # The functions flagged are those of MAP_LOCATION_SLOT. ``torch.hub.load_state_dict_from_url`` and
 # ``torch.utils.model_zoo.load_url`` are not: what they download is a published artifact, saved from the CPU.
-DOWNLOAD = re.compile(r".*(download|load_file_from_url|urlretrieve|cached_path|hf_hub).*", re.IGNORECASE)
-"""Calls that fetch a published file (``hf_hub_download``, ``load_file_from_url``...): a file they
-return, or fetch when it is missing, is a release artifact, saved from the CPU."""
+DOWNLOAD = re.compile(r".*(download|load_file_from_url|urlretrieve|urlopen|open_url|cached_path|hf_hub).*", re.IGNORECASE)
+"""Calls that fetch a published file (``hf_hub_download``, ``load_file_from_url``, ``open_url``...): a
+file they return or open, or fetch when it is missing, is a release artifact, saved from the CPU."""
 HTTP_FETCHES = frozenset({"requests.get", "urllib.request.urlopen", "urllib.request.urlretrieve", "httpx.get"})
 """HTTP clients' fetches: under an ``if`` that tests for the loaded file, they download it."""
 NON_TENSOR_PAYLOADS = frozenset({"scheduler", "schedulers", "scaler", "rng"})
@@ -200,8 +200,9 @@ def _contains_download(model: SemanticModel, nodes: Iterable[ast.AST]) -> bool:
 
 
 def _downloaded(model: SemanticModel, scope: ast.AST, loaded: ast.expr) -> bool:
-    """Whether the scope's own code binds the loaded name to what a download call returns, or runs
-    a download under an ``if`` that tests the loaded file: its name, or the string it holds."""
+    """Whether the scope's own code binds the loaded name to what a download call returns or opens
+    (``with open_url(url) as f``), or runs a download under an ``if`` that tests the loaded file:
+    its name, or the string it holds."""
     name = loaded.id if isinstance(loaded, ast.Name) else None
     path = _string_value(model, loaded)
     for node in own_nodes(getattr(scope, "body", [])):
@@ -210,6 +211,12 @@ def _downloaded(model: SemanticModel, scope: ast.AST, loaded: ast.expr) -> bool:
         ):
             if _contains_download(model, [node.value]):
                 return True
+        if name is not None and isinstance(node, (ast.With, ast.AsyncWith)) and any(
+            isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == name
+            and _contains_download(model, [item.context_expr])
+            for item in node.items
+        ):
+            return True
         if isinstance(node, ast.If) and any(
             (isinstance(part, ast.Name) and part.id == name) or (path is not None and _is_string(part, path))
             for part in ast.walk(node.test)
