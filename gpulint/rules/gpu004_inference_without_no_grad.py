@@ -17,7 +17,7 @@ from gpulint.engine.diagnostics import Applicability, Edit, FixOutcome, NoFix
 from gpulint.engine.rule import FixAvailability, Rule
 from gpulint.semantic.backward import backpropagated_functions
 from gpulint.semantic.evaluation import EvaluationFacts, ScopeFacts
-from gpulint.semantic.model import SemanticModel
+from gpulint.semantic.model import Function, SemanticModel
 from gpulint.semantic.torch_api import FORWARD_METHODS, MODULE_METHODS
 
 OUTPUTS_LEAVE = "a value computed from the forward pass leaves the function, and a caller may backpropagate it"
@@ -30,6 +30,12 @@ NOTEBOOK_CELL = "# gpulint-cell "
 
 TEST_FILE = re.compile(r"(test_.*|.*_test|tests|conftest)\.py")
 """pytest's test modules, and ``tests.py``: toy inputs on the CPU, judged trivial in real code."""
+
+
+def _forward_of_a_model(model: SemanticModel, function: Function) -> bool:
+    """``forward`` of a class that is a model: its callers may backpropagate what it returns, and
+    evaluation mode there freezes batch-norm statistics (a perceptual loss's feature network)."""
+    return function.name == "forward" and function.owner is not None and function.owner.node in model.module_classes
 
 
 def is_test_file(path: str) -> bool:
@@ -63,7 +69,8 @@ class InferenceWithoutNoGrad(Rule):
         """Each function (or the module-level code) that runs a model in evaluation mode with
         gradients on, with those forward calls: not where the code also trains (``backward``, an
         optimizer ``step``), nor in a function whose result a backward pass may start from, nor in
-        a function that always runs with gradients off, nor on a frozen model. In an inference-only program (``program``: a notebook, or a file with an
+        a model's own ``forward`` (what its callers may backpropagate), nor in a function that
+        always runs with gradients off, nor on a frozen model. In an inference-only program (``program``: a notebook, or a file with an
         ``if __name__ == "__main__":`` block; nothing in the file trains, and it loads weights), a
         model the code binds and calls in a loop without ever setting its mode counts too,
         outside classes."""
@@ -79,6 +86,7 @@ class InferenceWithoutNoGrad(Rule):
         for scope in facts.scopes:
             if scope.needs_gradients or (scope.function is not None and (
                 scope.function in model.runs_without_grad or scope.function in backpropagated
+                or _forward_of_a_model(model, scope.function)
             )):
                 continue
             forward = scope.forward_calls

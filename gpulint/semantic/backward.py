@@ -82,7 +82,7 @@ def _assigned_values(model: SemanticModel) -> Assigned:
             continue
         scope = model.scope_of(node)
         for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
-            for name in ast.walk(target):
+            for name in [target] if isinstance(target, ast.Name) else ast.walk(target):
                 if isinstance(name, ast.Name):
                     assigned.setdefault((scope, name.id), []).append(node.value)
     return assigned

@@ -241,10 +241,16 @@ class SemanticModel(Survey):
 
     def definition(self, binding: Binding) -> Optional[Function]:
         """The ``def`` that binds this name in its scope, if one does (the last one)."""
-        found = None
-        for child in binding.scope.children:
-            if isinstance(child.node, FUNCTIONS) and child.node.name == binding.name:
-                found = self.function_of_scope(child)
+        return self._definitions_by_scope.get(id(binding.scope), {}).get(binding.name)
+
+    @cached_property
+    def _definitions_by_scope(self) -> Dict[int, Dict[str, Function]]:
+        """For each scope (by ``id``), the last ``def`` of each name among its children."""
+        found: Dict[int, Dict[str, Function]] = {}
+        for function in self._definitions[0].values():
+            parent = function.scope.parent
+            if parent is not None and isinstance(function.node, FUNCTIONS):
+                found.setdefault(id(parent), {})[function.name] = function
         return found
 
     def callee(self, call: ast.Call) -> Optional[Function]:

@@ -178,9 +178,18 @@ class Survey:
 
     def qualified_names(self, node: ast.AST) -> FrozenSet[str]:
         """Every qualified name an import of this module may give ``node`` (a superset of what
-        LibCST's QualifiedNameProvider reports for it where the name comes from an import)."""
-        dotted = ast_full_name(node)
-        return self.imports.qualified_names(dotted) if dotted else frozenset()
+        LibCST's QualifiedNameProvider reports for it where the name comes from an import);
+        computed once per node."""
+        known = self._qualified.get(id(node))
+        if known is None:
+            dotted = ast_full_name(node)
+            known = self._qualified[id(node)] = self.imports.qualified_names(dotted) if dotted else frozenset()
+        return known
+
+    @cached_property
+    def _qualified(self) -> Dict[int, FrozenSet[str]]:
+        """:meth:`qualified_names` by ``id`` of the node (the tree keeps every node alive)."""
+        return {}
 
     @cached_property
     def module_evidence(self) -> Dict[Optional[ast.AST], FrozenSet[str]]:
