@@ -377,17 +377,24 @@ def test_show_fixes_previews_each_fix_and_lists_what_was_fixed(project):
     assert "Fixed 1 problem:\n- safe.py:\n    1 × GPU001 (torch-load-without-map-location)\n" in fixed.stdout
 
 
-def test_test_modules_are_left_out_of_gpu004_unless_asked(tmp_path):
+@pytest.mark.parametrize(("code", "fixture", "option"), [
+    ("GPU001", "test_checkpoint.py", "report-loads-in-tests"),
+    ("GPU004", "test_attention.py", "report-inference-in-tests"),
+])
+def test_test_modules_are_left_out_unless_asked(tmp_path, code, fixture, option):
     from tests.helpers import FIXTURES
 
     folder = tmp_path / "tests"
     folder.mkdir()
-    source = (FIXTURES / "GPU004" / "tests" / "test_attention.py").read_text()
-    for name in ("tests/test_attention.py", "attention_test.py", "tests.py", "tests/helpers.py"):
+    source = (FIXTURES / code / "tests" / fixture).read_text()
+    for name in ("tests/test_model.py", "model_test.py", "tests.py", "tests/helpers.py", "conftest.py"):
         (tmp_path / name).write_text(source)
     (tmp_path / "evaluate.py").write_text(source)
-    default = run_gpulint(["check", "--select", "GPU004", "--format", "concise", "-q", "."], cwd=tmp_path)
-    assert [line.split(":")[0] for line in default.stdout.splitlines()] == ["evaluate.py"]
-    (tmp_path / "pyproject.toml").write_text("[tool.gpulint]\nreport-inference-in-tests = true\n")
-    included = run_gpulint(["check", "--select", "GPU004", "--format", "concise", "-q", "--no-cache", "."], cwd=tmp_path)
-    assert len(included.stdout.splitlines()) == 5
+    script = source.replace("def test_", "def run_")
+    assert script != source
+    (tmp_path / "net_test.py").write_text(script)  # an evaluation script named like a test, with no tests in it
+    default = run_gpulint(["check", "--select", code, "--format", "concise", "-q", "."], cwd=tmp_path)
+    assert sorted(line.split(":")[0] for line in default.stdout.splitlines()) == ["evaluate.py", "net_test.py"]
+    (tmp_path / "pyproject.toml").write_text(f"[tool.gpulint]\n{option} = true\n")
+    included = run_gpulint(["check", "--select", code, "--format", "concise", "-q", "--no-cache", "."], cwd=tmp_path)
+    assert len(included.stdout.splitlines()) == 7

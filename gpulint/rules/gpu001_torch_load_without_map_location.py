@@ -11,6 +11,7 @@ import libcst as cst
 from gpulint.edits.call_args import append_keyword, may_pass_argument_in_tree
 from gpulint.engine.diagnostics import Applicability, Diagnostic, Edit, FixOutcome, NoFix
 from gpulint.engine.rule import FixAvailability, Rule
+from gpulint.engine.test_modules import is_test_module
 from gpulint.semantic.array_data import ArrayData
 from gpulint.semantic.dead_code import never_runs
 from gpulint.semantic.mapping_use import MappingUse
@@ -71,6 +72,8 @@ class TorchLoadWithoutMapLocation(Rule):
 
     @classmethod
     def diagnose(cls, model: SemanticModel, path: str, options: Mapping[str, object]) -> List[Diagnostic]:
+        if is_test_module(path, model.tree) and not options.get("report-loads-in-tests"):
+            return []
         return [
             cls.diagnostic(path, model.span(call), cls.message.format(func=name), cls._fix(model, path, call))
             for call, name in model.derived(cls.loads)

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import ast
-import re
-from pathlib import PurePath
 from typing import Dict, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
@@ -15,6 +13,7 @@ from gpulint.analysis.gradients import GradientFlow, mentions
 from gpulint.analysis.tensors import dotted_name
 from gpulint.engine.diagnostics import Applicability, Edit, FixOutcome, NoFix
 from gpulint.engine.rule import FixAvailability, Rule
+from gpulint.engine.test_modules import is_test_module
 from gpulint.semantic.backward import backpropagated_functions
 from gpulint.semantic.evaluation import EvaluationFacts, ScopeFacts
 from gpulint.semantic.model import Function, SemanticModel
@@ -28,20 +27,11 @@ MODULE_WRAP = "it wraps module-level statements in a block, and code after them 
 NOTEBOOK_CELL = "# gpulint-cell "
 """The line that starts each cell in a notebook's Python text: a file with one may be a notebook."""
 
-TEST_FILE = re.compile(r"(test_.*|.*_test|tests|conftest)\.py")
-"""pytest's test modules, and ``tests.py``: toy inputs on the CPU, judged trivial in real code."""
-
 
 def _forward_of_a_model(model: SemanticModel, function: Function) -> bool:
     """``forward`` of a class that is a model: its callers may backpropagate what it returns, and
     evaluation mode there freezes batch-norm statistics (a perceptual loss's feature network)."""
     return function.name == "forward" and function.owner is not None and function.owner.node in model.module_classes
-
-
-def is_test_file(path: str) -> bool:
-    """A test module by its name, or any file in a ``tests`` folder."""
-    parts = PurePath(path).parts
-    return bool(parts) and (TEST_FILE.fullmatch(parts[-1]) is not None or "tests" in parts[:-1])
 
 
 class InferenceWithoutNoGrad(Rule):
@@ -115,7 +105,7 @@ class InferenceWithoutNoGrad(Rule):
         model = self.context.model
         if model is None:
             return
-        if is_test_file(self.context.path) and not self.context.options.get("report-inference-in-tests"):
+        if is_test_module(self.context.path, model.tree) and not self.context.options.get("report-inference-in-tests"):
             return
         for scope, calls in self.candidates(model, self.context.path.endswith(".ipynb")):
             self.scope_facts[id(scope)] = scope

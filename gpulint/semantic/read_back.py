@@ -9,7 +9,9 @@ and ``map_location`` would move them somewhere else:
   the same value, on the same device.
 - **a live object restored**: the code saves a module or optimizer whole (what the model treats as
   a module, not a state dict) and loads the same path back: the object returns to the device the
-  program put it on.
+  program put it on. So does an object's own tensor: a method saves ``self.weight`` (or its
+  ``.data``) to ``self.weight_file``, and ``self.weight = torch.load(self.weight_file)`` restores
+  it (the path an attribute the class assigns once).
 
 A path is the same when it is spelled the same and its names are the same bindings; a file object
 opened by ``with open(path, ...) as f`` stands for its path. A path is the same only when every
@@ -23,7 +25,7 @@ import ast
 from functools import cached_property
 from typing import Iterator, List, Optional, Tuple
 
-from gpulint.semantic.model import SemanticModel
+from gpulint.semantic.model import Place, SemanticModel
 from gpulint.semantic.survey import ast_dotted_name, own_nodes
 
 SAVE = "torch.save"
@@ -51,7 +53,9 @@ class ReadBack:
     def reads_back(self, call: ast.Call, loaded: ast.expr) -> bool:
         """Whether ``call``, loading ``loaded``, reads a cache or a live object the module writes."""
         path = self.path_of(loaded)
-        return path is not None and (self._restores_live_object(call, path) or self._reads_cache(call, path))
+        return path is not None and (
+            self._restores_live_object(call, path) or self._restores_attribute(call, path) or self._reads_cache(call, path)
+        )
 
     def path_of(self, node: ast.expr) -> Optional[ast.expr]:
         """The path a file object stands for (``f`` of ``with open(path, "rb") as f``, in the same
@@ -109,6 +113,39 @@ class ReadBack:
         return any(
             ast_dotted_name(value) in self.model.modules and self.same_path(saved, path) and self._runs_before(save, call)
             for save, value, saved in self.saves
+        )
+
+    def _restores_attribute(self, call: ast.Call, path: ast.expr) -> bool:
+        """``self.weight = torch.load(self.weight_file)`` where a method of the class saves
+        ``self.weight`` (or its ``.data``) to ``self.weight_file``, an attribute the class assigns
+        once: the object's own state, restored to where the object had it."""
+        statement = self.model.parent(call)
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and statement.value is call:
+            target: ast.expr = statement.targets[0]
+        elif isinstance(statement, ast.AnnAssign) and statement.value is call:
+            target = statement.target
+        else:
+            return False
+        restored, file = self.model.place(target), self.model.place(path)
+        if restored is None or file is None or not _on_self(restored) or not _on_self(file) or not self._assigned_once(file):
+            return False
+        for _, value, saved in self.saves:
+            state = value.value if isinstance(value, ast.Attribute) and value.attr == "data" else value
+            if saved is not None and self.model.place(state) == restored and self.model.place(saved) == file:
+                return True
+        return False
+
+    def _assigned_once(self, place: Place) -> bool:
+        """Whether one plain assignment, and nothing else, binds the attribute ``place`` in the module."""
+        stores = [
+            node for node in self.model.nodes(ast.Attribute)
+            if not isinstance(node.ctx, ast.Load) and self.model.place(node) == place
+        ]
+        if len(stores) != 1:
+            return False
+        statement = self.model.parent(stores[0])
+        return isinstance(statement, (ast.Assign, ast.AnnAssign)) and (
+            statement.targets == [stores[0]] if isinstance(statement, ast.Assign) else statement.target is stores[0]
         )
 
     def _runs_before(self, first: ast.AST, second: ast.AST) -> bool:
@@ -234,3 +271,8 @@ def _element(target: ast.expr, value: ast.expr, name: str, index: Optional[int])
 
 def _names_in(node: ast.AST) -> Iterator[ast.Name]:
     return (part for part in ast.walk(node) if isinstance(part, ast.Name))
+
+
+def _on_self(place: Place) -> bool:
+    """An attribute of ``self`` in a method (keyed by its class)."""
+    return bool(place.path) and place.binding.name == "self" and place.binding.scope.is_class
