@@ -14,7 +14,7 @@ statement.
 
 from __future__ import annotations
 
-from typing import AbstractSet, Iterable, List, Optional, Set
+from typing import AbstractSet, Iterable, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -96,7 +96,10 @@ def _own_containers(function: cst.FunctionDef, statements: List[cst.CSTNode]) ->
                 statement.value is None or isinstance(statement.value, ALIASING_VALUES)
             )
             for target in targets:
-                (other if aliasing or not isinstance(target, cst.Name) else built).update(_target_names(target))
+                for name, value in _pairs(target, statement.value):
+                    aliasing_value = value is None or isinstance(value, ALIASING_VALUES)
+                    plain = isinstance(statement, cst.AugAssign) or not aliasing_value
+                    (built if plain and name is not None else other).update(_target_names(name or target))
         elif isinstance(statement, cst.For):
             other.update(_target_names(statement.target))
         elif isinstance(statement, cst.With):
@@ -108,6 +111,21 @@ def _own_containers(function: cst.FunctionDef, statements: List[cst.CSTNode]) ->
     params = function.params
     parameters = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
     return built - other - parameters
+
+
+def _pairs(target: cst.BaseExpression, value: Optional[cst.BaseExpression]) -> List[Tuple[Optional[cst.Name], Optional[cst.BaseExpression]]]:
+    """(name, value) for each name a target binds to a value it can tell: the name itself, or each
+    element of a tuple unpacked from a tuple of the same length (``total, correct = 0, 0``); (None,
+    None) for anything else, whose names are then bound to what it cannot tell."""
+    if isinstance(target, cst.Name):
+        return [(target, value)]
+    if (
+        isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List))
+        and len(target.elements) == len(value.elements)
+        and not any(isinstance(e, cst.StarredElement) for e in (*target.elements, *value.elements))
+    ):
+        return [pair for t, v in zip(target.elements, value.elements) for pair in _pairs(t.value, v.value)]
+    return [(None, None)]
 
 
 def mentions(node: cst.CSTNode, names: AbstractSet[str]) -> bool:
