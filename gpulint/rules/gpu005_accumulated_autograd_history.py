@@ -392,16 +392,26 @@ def _words(name: str) -> Set[str]:
 
 def _draws_batches(loop: Union[cst.For, cst.While]) -> bool:
     """A ``for`` loop over something named for batches or a loader (through ``enumerate``, ``tqdm``,
-    ``zip``...), or a loop whose body draws with ``next(...)``."""
+    ``zip``...; in ``range(...)`` only what ``len(...)`` counts: ``range(len(dataset))`` draws
+    samples, ``range(n_batches)`` over chunks of one input does not), or a loop whose body draws
+    with ``next(...)``."""
     if isinstance(loop, cst.For):
-        names = [n.value for n in subexpressions(loop.iter) if isinstance(n, cst.Name)]
-        names += [n.attr.value for n in subexpressions(loop.iter) if isinstance(n, cst.Attribute)]
+        named: List[cst.CSTNode] = [loop.iter]
+        if isinstance(loop.iter, cst.Call) and isinstance(loop.iter.func, cst.Name) and loop.iter.func.value == "range":
+            named = [node for node in subexpressions(loop.iter) if _is_len_call(node)]
+        nodes = [node for part in named for node in subexpressions(part)]
+        names = [n.value for n in nodes if isinstance(n, cst.Name)]
+        names += [n.attr.value for n in nodes if isinstance(n, cst.Attribute)]
         if any(_words(name) & BATCH_WORDS for name in names):
             return True
     return any(
         isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "next"
         for node in subexpressions(loop.body)
     )
+
+
+def _is_len_call(node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "len"
 
 
 def _bound_afresh_in(loop: cst.CSTNode) -> Set[str]:

@@ -11,7 +11,7 @@ function the model does not resolve to (``trainer.loss(x)``, an override, a ``de
 from __future__ import annotations
 
 import ast
-from typing import Dict, FrozenSet, List, Set, Tuple, Union
+from typing import Dict, FrozenSet, Iterator, List, Set, Tuple, Union
 
 from gpulint.semantic.model import Function, SemanticModel
 from gpulint.semantic.survey import argument_values, ast_dotted_name
@@ -49,19 +49,19 @@ def backpropagated_functions(model: SemanticModel) -> FrozenSet[Function]:
             returns.setdefault(owner, []).append(statement.value)
     assigned = _assigned_values(model)
     found: Set[Function] = set()
+    seen: Set[Tuple[ast.AST, str]] = set()
     expressions = backward_inputs(model)
     while expressions:
         reached: Set[Function] = set()
-        for expression in _computed_from(model, assigned, expressions):
-            for node in ast.walk(expression):
-                if isinstance(node, ast.Call):
-                    callee = model.callee(node)
-                    if callee is not None:
-                        reached.add(callee)
-                    if isinstance(node.func, ast.Attribute):
-                        reached.update(by_name.get(node.func.attr, ()))
-                elif isinstance(node, ast.Name):
-                    reached.update(by_name.get(node.id, ()))
+        for node in _computed_from(model, assigned, expressions, seen):
+            if isinstance(node, ast.Call):
+                callee = model.callee(node)
+                if callee is not None:
+                    reached.add(callee)
+                if isinstance(node.func, ast.Attribute):
+                    reached.update(by_name.get(node.func.attr, ()))
+            elif isinstance(node, ast.Name):
+                reached.update(by_name.get(node.id, ()))
         reached -= found
         found |= reached
         expressions = [value for function in reached for value in returns.get(function, ())]
@@ -88,19 +88,17 @@ def _assigned_values(model: SemanticModel) -> Assigned:
     return assigned
 
 
-def _computed_from(model: SemanticModel, assigned: Assigned, expressions: List[ast.expr]) -> List[ast.expr]:
-    """The expressions, and every value their scope assigns to a name they are computed from,
-    transitively (``loss = criterion(pred, y)``, ``pred = self.predict(x)``: both values),
-    flow-insensitively."""
-    found = list(expressions)
-    seen: Set[Tuple[ast.AST, str]] = set()
+def _computed_from(
+    model: SemanticModel, assigned: Assigned, expressions: List[ast.expr], seen: Set[Tuple[ast.AST, str]],
+) -> Iterator[ast.AST]:
+    """The nodes of the expressions and of every value their scope assigns to a name they are
+    computed from, transitively (``loss = criterion(pred, y)``, ``pred = self.predict(x)``: both
+    values), flow-insensitively; ``seen`` holds the (scope, name) pairs already followed."""
     pending = [(model.scope_of(expression), expression) for expression in expressions]
     while pending:
         scope, expression = pending.pop()
         for node in ast.walk(expression):
+            yield node
             if isinstance(node, ast.Name) and (scope, node.id) not in seen:
                 seen.add((scope, node.id))
-                for value in assigned.get((scope, node.id), ()):
-                    found.append(value)
-                    pending.append((scope, value))
-    return found
+                pending.extend((scope, value) for value in assigned.get((scope, node.id), ()))

@@ -30,6 +30,11 @@ MODE_PRESERVING = MODULE_RETURNING_METHODS - {"train"}
 DETACHING = frozenset({"detach", "data", "detach_"})
 """What gives a tensor that needs no gradient from one that may (``out.detach()``, ``out.data``)."""
 
+PIPELINE_SUFFIX = "Pipeline"
+PIPELINE_FACTORIES = frozenset({"transformers.pipeline", "transformers.pipelines.pipeline"})
+"""How Hugging Face pipelines are made: classes named ``...Pipeline`` (diffusers, transformers) and
+``transformers.pipeline``. Their ``__call__`` runs the models without gradients."""
+
 Owner = Union[ast.Module, ast.FunctionDef, ast.AsyncFunctionDef]
 ArgumentMode = Union[bool, Tuple["ScopeFacts", Place]]
 """What a call passes at one position: a model known to be in evaluation mode there or not, or one
@@ -74,7 +79,8 @@ class EvaluationFacts:
         self.arguments: Dict[int, List[ArgumentMode]] = {}
         """For each call site (by ``id`` of its node), what it passes at each positional argument."""
         self.frozen: Set[Place] = set(model.derived(frozen_models))
-        """Frozen models (:mod:`gpulint.semantic.frozen`), and models whose outputs
+        """Models that build no graph of their own: frozen models (:mod:`gpulint.semantic.frozen`),
+        instances of a class whose ``forward`` runs without gradients, and models whose outputs
         the code turns into numpy arrays without detaching them (which raises on a tensor that
         requires grad: the model's weights need none)."""
         self.class_modes: Dict[Place, List[bool]] = {}
@@ -160,8 +166,7 @@ class _Walk(GradientWalker):
 
     def run(self) -> None:
         self._enter(self.model.tree, None)
-        for statement in self.model.tree.body:
-            self.visit(statement)
+        self.body(self.model.tree.body)
         self.stack.pop()
 
     def _enter(self, node: Owner, function: Optional[Function]) -> None:
@@ -191,8 +196,13 @@ class _Walk(GradientWalker):
             names = {target.id for target in node.targets if isinstance(target, ast.Name)}
             if names:
                 self.stack[-1].outputs[id(value)] = names
+        if self.model.classes_without_grad and self.model.class_built(value) in self.model.classes_without_grad:
+            for target in node.targets:
+                place = self.model.place(target)
+                if place is not None:
+                    self.facts.frozen.add(place)
         for target in node.targets:
-            if isinstance(target, ast.Name) and target.id in self.model.modules:
+            if isinstance(target, ast.Name) and target.id in self.model.modules and not self._pipeline(value):
                 place = self.model.place(target)
                 if place is not None:
                     self.stack[-1].models.add(place)
@@ -204,6 +214,18 @@ class _Walk(GradientWalker):
                         self.stack[-1].mode[place] = True
                         self.stack[-1].set_modes.add(ast_dotted_name(target) or "")
         self.generic_visit(node)
+
+    def _pipeline(self, value: ast.expr) -> bool:
+        """A Hugging Face pipeline (``StableDiffusionPipeline.from_pretrained(...).to(device)``,
+        ``transformers.pipeline(...)``): calling one runs without gradients, as the library makes it."""
+        built = module_of(value)
+        if not isinstance(built, ast.Call):
+            return False
+        func = built.func
+        if isinstance(func, ast.Attribute) and func.attr == "from_pretrained":
+            func = func.value
+        name = (ast_dotted_name(func) or "").split(".")[-1]
+        return name.endswith(PIPELINE_SUFFIX) or bool(self.model.resolved_names(built.func) & PIPELINE_FACTORIES)
 
     def visit_Call(self, node: ast.Call) -> None:
         facts = self.stack[-1]

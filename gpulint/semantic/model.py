@@ -368,6 +368,15 @@ class SemanticModel(Survey):
             return not (isinstance(value, ast.Constant) and value.value is True)
         return False
 
+    def switches_grad_off(self, statement: ast.stmt) -> bool:
+        """``torch.set_grad_enabled(False)`` as a statement (with a flag only known at run time
+        too, as :meth:`turns_grad_off` counts it): what follows it runs without gradients."""
+        if not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)):
+            return False
+        call = statement.value
+        names = self.resolved_names(call.func)
+        return bool(names) and names <= torch_api.SET_GRAD_ENABLED and self.turns_grad_off(call)
+
     @cached_property
     def grad_off_helpers(self) -> FrozenSet[Function]:
         """Functions of the module that turn gradients off for what they wrap: their body names a
@@ -413,6 +422,31 @@ class SemanticModel(Survey):
         return any(self.turns_grad_off(item.context_expr) for item in node.items)
 
     @cached_property
+    def classes_without_grad(self) -> FrozenSet[ast.ClassDef]:
+        """Model classes of the module whose ``forward`` runs without gradients: it always does
+        (:attr:`runs_without_grad`), or each statement of its body is a grad-off ``with`` block,
+        an ``assert``, a docstring or ``pass``. Calling an instance builds no graph."""
+        found = set()
+        for cls in self._definitions[1].values():
+            forward = cls.methods.get("forward")
+            if forward is None or cls.node not in self.module_classes:
+                continue
+            if forward in self.runs_without_grad or all(
+                (isinstance(statement, (ast.With, ast.AsyncWith)) and self.guarded_with(statement))
+                or isinstance(statement, (ast.Assert, ast.Pass))
+                or (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant))
+                for statement in forward.node.body
+            ):
+                found.add(cls.node)
+        return frozenset(found)
+
+    def class_built(self, value: ast.expr) -> Optional[ast.ClassDef]:
+        """The class of the module that ``value`` builds an instance of (``Net(cfg).cuda().eval()``)."""
+        while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in torch_api.MODULE_RETURNING_METHODS:
+            value = value.func.value
+        return self._defined_class(value.func) if isinstance(value, ast.Call) else None
+
+    @cached_property
     def runs_without_grad(self) -> FrozenSet[Function]:
         """Functions whose body always runs with gradients off: a grad-off decorator, or every call
         of it in the module (at least one) made with gradients off, lexically or from a function
@@ -435,7 +469,12 @@ class SemanticModel(Survey):
         blocks: List[Union[ast.With, ast.AsyncWith]] = [*self.nodes(ast.With), *self.nodes(ast.AsyncWith)]
         regions: List[ast.AST] = [block for block in blocks if self.guarded_with(block)]
         regions += [function.node for function in self.runs_without_grad]
-        return sorted(((line, column), (end_line, end_column)) for line, column, end_line, end_column in map(self.span, regions))
+        spans = [(start, end) for start, end in (((a, b), (c, d)) for a, b, c, d in map(self.span, regions))]
+        for owner in [self.tree, *(function.node for function in self.all_functions)]:
+            switch = next((statement for statement in owner.body if self.switches_grad_off(statement)), None)
+            if switch is not None:
+                spans.append((self.span(switch)[2:], self.span(owner.body[-1])[2:]))
+        return sorted(spans)
 
     def gradients_off_at(self, line: int, column: int) -> bool:
         """Whether code at this place (line from 1, column in characters from 0) always runs with
@@ -596,11 +635,24 @@ class GradientWalker(Visitor):
         self.functions.append(function)
         self.enter_function(function)
         self.guards += guarded
-        for statement in node.body:
-            self.visit(statement)
+        self.body(node.body)
         self.guards -= guarded
         self.leave_function(function)
         self.functions.pop()
+
+    def body(self, statements: Sequence[ast.stmt]) -> None:
+        """Walk a function's or the module's statements; after a statement that switches
+        gradients off (``torch.set_grad_enabled(False)``), the rest of them run without."""
+        switched = 0
+        for statement in statements:
+            self.visit(statement)
+            if not switched and self.model.switches_grad_off(statement):
+                switched = 1
+                self.guards += 1
+        self.guards -= switched
+
+    def visit_Module(self, node: ast.Module) -> None:
+        self.body(node.body)
 
     visit_FunctionDef = _function
     visit_AsyncFunctionDef = _function
