@@ -393,8 +393,10 @@ def test_test_modules_are_left_out_unless_asked(tmp_path, code, fixture, option)
     script = source.replace("def test_", "def run_")
     assert script != source
     (tmp_path / "net_test.py").write_text(script)  # an evaluation script named like a test, with no tests in it
+    entry_point = source.replace("def test_", "def test") + '\n\nif __name__ == "__main__":\n    print("evaluating")\n'
+    (tmp_path / "test_net.py").write_text(entry_point)  # an evaluation script with a `def test...` and an entry point
     default = run_gpulint(["check", "--select", code, "--format", "concise", "-q", "."], cwd=tmp_path)
-    assert sorted(line.split(":")[0] for line in default.stdout.splitlines()) == ["evaluate.py", "net_test.py"]
+    assert sorted(line.split(":")[0] for line in default.stdout.splitlines()) == ["evaluate.py", "net_test.py", "test_net.py"]
     (tmp_path / "pyproject.toml").write_text(f"[tool.gpulint]\n{option} = true\n")
     included = run_gpulint(["check", "--select", code, "--format", "concise", "-q", "--no-cache", "."], cwd=tmp_path)
-    assert len(included.stdout.splitlines()) == 7
+    assert len(included.stdout.splitlines()) == 8

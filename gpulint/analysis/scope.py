@@ -12,7 +12,7 @@ from gpulint.analysis import cfg, dataflow
 from gpulint.analysis.cfg import ControlFlowGraph, Step
 from gpulint.analysis.escapes import escaping_names
 from gpulint.analysis.names import NameResolver, QualifiedNames
-from gpulint.analysis.tensors import ModuleEvidence, TensorLikeness, dotted_name, subexpressions
+from gpulint.analysis.tensors import ModuleEvidence, TensorLikeness, dotted_name
 from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.torch_api import MODULE_CONVERSIONS, WEIGHT_ATTRIBUTES, is_loss_module, is_module_constructor
 
@@ -171,37 +171,18 @@ class ScopeAnalysis:
 
     def device_memory_names(self) -> FrozenSet[str]:
         """Names some binding in the scope gives a value holding device memory worth releasing
-        (:meth:`TensorLikeness.holds_device_memory`), following values computed from one another;
-        not the scalars the scope backpropagates (:meth:`backpropagated_scalars`)."""
+        (:meth:`TensorLikeness.holds_device_memory`), following values computed from one another."""
         bindings = [(name, value) for step in self.graph.steps if step.node is not None
                     for name, value in self._bindings(step.node) if value is not None]
         replaced = self.replaced_weights()
-        scalars = self.backpropagated_scalars()
         found: Set[str] = set()
         changed = True
         while changed:
             changed = False
             for name, value in bindings:
-                if name not in found and name not in scalars and self.tensors.holds_device_memory(value, found, replaced):
+                if name not in found and self.tensors.holds_device_memory(value, found, replaced):
                     found.add(name)
                     changed = True
-        return frozenset(found)
-
-    def backpropagated_scalars(self) -> FrozenSet[str]:
-        """Names the scope calls ``.backward()`` on without a gradient and without keeping the
-        graph (``loss.backward()``): such a value is a scalar (``backward()`` raises on any other),
-        and the backward pass frees its graph, so it holds no memory worth an ``empty_cache()``."""
-        found = set()
-        for step in self.graph.steps:
-            if step.node is None:
-                continue
-            for node in subexpressions(step.node):
-                if (
-                    isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
-                    and node.func.attr.value == "backward" and isinstance(node.func.value, cst.Name)
-                    and not node.args
-                ):
-                    found.add(node.func.value.value)
         return frozenset(found)
 
     def replaced_weights(self) -> FrozenSet[str]:

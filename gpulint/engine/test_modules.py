@@ -4,8 +4,10 @@ tests running toy models or reading toy files leave them out unless a setting as
 A name alone does not make a test module: research code calls its evaluation and inference
 scripts ``test.py``, ``u2net_test.py`` or ``test_on_image.py``. A module counts when its path looks
 like a test's (``test_*.py``, ``*_test.py``, ``tests.py``, ``conftest.py``, or any file in a
-``tests`` folder) and its code is a test suite's: it defines a ``test_*`` function or a ``Test*``
-class at top level, or imports ``pytest`` or ``unittest``; a ``conftest.py`` always counts.
+``tests`` folder) and its code is a test suite's: it imports ``pytest`` or ``unittest``, or it
+defines a ``test*`` function or a ``Test*`` class at top level and has no ``if __name__ ==
+"__main__":`` block (an evaluation script with a ``def test(model, loader)`` is a script); a
+``conftest.py`` always counts.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from __future__ import annotations
 import ast
 import re
 from pathlib import PurePath
+
+from gpulint.semantic.model import is_main_guard
 
 TEST_FILE = re.compile(r"(test_.*|.*_test|tests|conftest)\.py")
 """pytest's test modules, and ``tests.py``."""
@@ -24,16 +28,19 @@ def is_test_module(path: str, tree: ast.Module) -> bool:
     parts = PurePath(path).parts
     if not parts or not (TEST_FILE.fullmatch(parts[-1]) is not None or "tests" in parts[:-1]):
         return False
-    return parts[-1] == "conftest.py" or any(_test_statement(statement) for statement in tree.body)
+    if parts[-1] == "conftest.py" or any(_imports_a_test_framework(statement) for statement in tree.body):
+        return True
+    script = any(isinstance(statement, ast.If) and is_main_guard(statement.test) for statement in tree.body)
+    return not script and any(_test_definition(statement) for statement in tree.body)
 
 
-def _test_statement(statement: ast.stmt) -> bool:
+def _test_definition(statement: ast.stmt) -> bool:
     if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return statement.name.startswith("test")
-    if isinstance(statement, ast.ClassDef):
-        return statement.name.startswith("Test")
+    return isinstance(statement, ast.ClassDef) and statement.name.startswith("Test")
+
+
+def _imports_a_test_framework(statement: ast.stmt) -> bool:
     if isinstance(statement, ast.Import):
         return any(alias.name.split(".")[0] in TEST_FRAMEWORKS for alias in statement.names)
-    if isinstance(statement, ast.ImportFrom):
-        return (statement.module or "").split(".")[0] in TEST_FRAMEWORKS
-    return False
+    return isinstance(statement, ast.ImportFrom) and (statement.module or "").split(".")[0] in TEST_FRAMEWORKS

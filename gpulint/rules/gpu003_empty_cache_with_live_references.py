@@ -53,7 +53,7 @@ class EmptyCacheWithLiveReferences(Rule):
     def _dead_tensor_names(analysis: ScopeAnalysis, step: Step) -> List[str]:
         """Names holding device memory worth releasing (forward outputs and values computed from
         them, losses, checkpoints loaded to the device, modules built on it, weights — not token
-        ids, masks or inputs, nor a loss the scope backpropagates) that nothing reads after ``step``, and that ``del`` would free: not
+        ids, masks or inputs) that nothing reads after ``step``, and that ``del`` would free: not
         parameters, not stored on an object or in a container, not held by a container that
         stays alive (``kwargs = dict(input_ids=ids)``)."""
         substantial, replaced = set(analysis.device_memory_names()), analysis.replaced_weights()
@@ -61,7 +61,7 @@ class EmptyCacheWithLiveReferences(Rule):
             step, lambda name, value: analysis.tensors.holds_device_memory(value, substantial, replaced)
         )
         live = analysis.live_before(step)
-        excluded = live | analysis.escaping | set(analysis.parameters) | analysis.stored_elsewhere() | analysis.backpropagated_scalars()
+        excluded = live | analysis.escaping | set(analysis.parameters) | analysis.stored_elsewhere()
         dead = {name for name in analysis.holding[step] | holding_memory if name not in excluded}
         held_by = analysis.held_by(step)
         while True:

@@ -1,9 +1,9 @@
 """Backward passes of a module: the expressions they start from, and the functions whose results
 reach one (``train_step(batch).backward()``, ``accelerator.backward(self.compute_loss(x))``).
 
-A function counts when a backward pass's input, or a value its scope assigns to a name the input
-is computed from, calls it or names it, and so on through the return values of the functions
-found: resolved by binding through the model's call graph, and, where the call may reach a
+A function counts when a backward pass's input, or a value its scope assigns (before it, or in a
+loop around both) to a name the input is computed from, calls it or names it, and so on through
+the return values of the functions found: resolved by binding through the model's call graph, and, where the call may reach a
 function the model does not resolve to (``trainer.loss(x)``, an override, a ``def`` under an
 ``if``), every function with that name.
 """
@@ -11,11 +11,13 @@ function the model does not resolve to (``trainer.loss(x)``, an override, a ``de
 from __future__ import annotations
 
 import ast
-from typing import Dict, FrozenSet, Iterator, List, Set, Tuple, Union
+from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple, Union
 
 from gpulint.semantic.model import Function, SemanticModel
 from gpulint.semantic.survey import argument_values, ast_dotted_name
 from gpulint.semantic.torch_api import AUTOGRAD_ENTRY_POINTS
+
+AssignStatement = Union[ast.Assign, ast.AugAssign, ast.AnnAssign]
 
 
 def backward_inputs(model: SemanticModel) -> List[ast.expr]:
@@ -49,11 +51,10 @@ def backpropagated_functions(model: SemanticModel) -> FrozenSet[Function]:
             returns.setdefault(owner, []).append(statement.value)
     assigned = _assigned_values(model)
     found: Set[Function] = set()
-    seen: Set[Tuple[ast.AST, str]] = set()
     expressions = backward_inputs(model)
     while expressions:
         reached: Set[Function] = set()
-        for node in _computed_from(model, assigned, expressions, seen):
+        for node in _computed_from(model, assigned, expressions):
             if isinstance(node, ast.Call):
                 callee = model.callee(node)
                 if callee is not None:
@@ -68,37 +69,99 @@ def backpropagated_functions(model: SemanticModel) -> FrozenSet[Function]:
     return frozenset(found)
 
 
-Assigned = Dict[Tuple[ast.AST, str], List[ast.expr]]
-"""(scope, name) -> the values the scope assigns to the name."""
+Assigned = Dict[Tuple[ast.AST, str], List[AssignStatement]]
+"""(scope, name) -> the statements of the scope that assign the name."""
 
 
 def _assigned_values(model: SemanticModel) -> Assigned:
     assigned: Assigned = {}
-    statements: List[Union[ast.Assign, ast.AugAssign, ast.AnnAssign]] = [
-        *model.nodes(ast.Assign), *model.nodes(ast.AugAssign), *model.nodes(ast.AnnAssign),
-    ]
+    statements: List[AssignStatement] = [*model.nodes(ast.Assign), *model.nodes(ast.AugAssign), *model.nodes(ast.AnnAssign)]
     for node in statements:
         if node.value is None:
             continue
         scope = model.scope_of(node)
         for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
-            for name in [target] if isinstance(target, ast.Name) else ast.walk(target):
-                if isinstance(name, ast.Name):
-                    assigned.setdefault((scope, name.id), []).append(node.value)
+            for name in _bound_names(target):
+                assigned.setdefault((scope, name), []).append(node)
     return assigned
 
 
-def _computed_from(
-    model: SemanticModel, assigned: Assigned, expressions: List[ast.expr], seen: Set[Tuple[ast.AST, str]],
-) -> Iterator[ast.AST]:
-    """The nodes of the expressions and of every value their scope assigns to a name they are
-    computed from, transitively (``loss = criterion(pred, y)``, ``pred = self.predict(x)``: both
-    values), flow-insensitively; ``seen`` holds the (scope, name) pairs already followed."""
-    pending = [(model.scope_of(expression), expression) for expression in expressions]
-    while pending:
-        scope, expression = pending.pop()
-        for node in ast.walk(expression):
-            yield node
-            if isinstance(node, ast.Name) and (scope, node.id) not in seen:
-                seen.add((scope, node.id))
-                pending.extend((scope, value) for value in assigned.get((scope, node.id), ()))
+def _bound_names(target: ast.expr) -> Iterator[str]:
+    """The names an assignment target binds (``a``, ``a, (b, *c)``), not those an attribute or
+    subscript target reads (``self`` of ``self.loss = ...``)."""
+    if isinstance(target, ast.Name):
+        yield target.id
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for element in target.elts:
+            yield from _bound_names(element)
+    elif isinstance(target, ast.Starred):
+        yield from _bound_names(target.value)
+
+
+def _computed_from(model: SemanticModel, assigned: Assigned, expressions: List[ast.expr]) -> Iterator[ast.AST]:
+    """The nodes of each expression and of every value its scope assigns, where the assignment may
+    run before it (the last assignment of the name in a block around it, with nothing between that
+    binds it; else any earlier in the code, or in a loop around both), to a name it is computed
+    from, transitively (``loss = criterion(pred, y)``, ``pred = self.predict(x)``: both values)."""
+    for anchor in expressions:
+        scope = model.scope_of(anchor)
+        loops = _loops_around(model, anchor)
+        seen: Set[str] = set()
+        pending: List[ast.expr] = [anchor]
+        while pending:
+            for node in ast.walk(pending.pop()):
+                yield node
+                if isinstance(node, ast.Name) and node.id not in seen:
+                    seen.add(node.id)
+                    last = _last_assignment(model, node.id, anchor)
+                    pending.extend(
+                        statement.value for statement in assigned.get((scope, node.id), ())
+                        if statement.value is not None and (
+                            statement is last if last is not None else _may_run_before(model, statement, anchor, loops)
+                        )
+                    )
+
+
+def _loops_around(model: SemanticModel, node: ast.AST) -> Set[int]:
+    """The ``for`` and ``while`` loops around ``node`` in its own scope (by ``id``)."""
+    loops = set()
+    current = model.parent(node)
+    while current is not None and not isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+        if isinstance(current, (ast.For, ast.AsyncFor, ast.While)):
+            loops.add(id(current))
+        current = model.parent(current)
+    return loops
+
+
+def _may_run_before(model: SemanticModel, statement: ast.stmt, anchor: ast.expr, loops: Set[int]) -> bool:
+    if (statement.lineno, statement.col_offset) < (anchor.lineno, anchor.col_offset):
+        return True
+    return bool(loops) and not _loops_around(model, statement).isdisjoint(loops)
+
+
+def _last_assignment(model: SemanticModel, name: str, anchor: ast.AST) -> Optional[ast.stmt]:
+    """The plain assignment of ``name`` that every run reaching ``anchor`` last went through: the
+    nearest earlier statement of a block around ``anchor`` that binds ``name``, where it is an
+    assignment; None where that statement binds it some other way (in a branch, a loop, a ``with``)
+    or none does."""
+    current: Optional[ast.AST] = anchor
+    while current is not None and not isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+        parent = model.parent(current)
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(parent, field, None)
+            if not isinstance(block, list):
+                continue
+            index = next((i for i, statement in enumerate(block) if statement is current), None)
+            if index is None:
+                continue
+            for earlier in reversed(block[:index]):
+                if not _binds(earlier, name):
+                    continue
+                plain = isinstance(earlier, (ast.Assign, ast.AnnAssign))
+                return earlier if plain else None
+        current = parent
+    return None
+
+
+def _binds(statement: ast.stmt, name: str) -> bool:
+    return any(isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load) for node in ast.walk(statement))

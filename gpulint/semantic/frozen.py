@@ -5,7 +5,9 @@ Freezing is spelt ``model.requires_grad_(False)`` (also at the end of a chain th
 module: ``G = copy.deepcopy(net).eval().requires_grad_(False).to(device)`` freezes ``G``), or
 ``for p in model.parameters(): p.requires_grad = False`` (``p.requires_grad_(False)``) with the
 switch directly in the loop's body. A model any of whose parts (or owners) the code switches back
-on (``requires_grad_()``, ``requires_grad_(True)``, the loop with ``True``) is not frozen. A
+on (``requires_grad_()``, ``requires_grad_(True)``, a loop over ``parameters()`` or
+``named_parameters()`` switching any on) or replaces by what a call returns (a new head) is not
+frozen. A
 parameter is frozen where every call of its function in the module passes a frozen model (a
 fixed point over the call graph), as :mod:`gpulint.semantic.evaluation` does for evaluation mode.
 
@@ -29,7 +31,12 @@ def frozen_models(model: SemanticModel) -> FrozenSet[Place]:
     unfrozen: Set[Place] = set()
     for place, switched_on in _switches(model):
         (unfrozen if switched_on else frozen).add(place)
-    frozen = {place for place in frozen if not any(_related(place, other) for other in unfrozen)}
+    replaced = _replaced_parts(model)
+    frozen = {
+        place for place in frozen
+        if not any(_related(place, other) for other in unfrozen)
+        and not any(part.binding == place.binding and part.path.startswith(place.path + ".") for part in replaced)
+    }
     return frozenset(frozen | _frozen_parameters(model, frozen))
 
 
@@ -48,6 +55,19 @@ def _switches(model: SemanticModel) -> Iterator[Tuple[Place, bool]]:
         found = _parameter_loop(model, loop)
         if found is not None:
             yield found
+
+
+def _replaced_parts(model: SemanticModel) -> Set[Place]:
+    """Attributes the code sets to what a call returns (``model.fc = nn.Linear(512, 2)``): a part of
+    a frozen model replaced that way has parameters that need gradients."""
+    found = set()
+    for assign in model.nodes(ast.Assign):
+        if isinstance(assign.value, ast.Call):
+            for target in assign.targets:
+                place = model.place(target) if isinstance(target, ast.Attribute) else None
+                if place is not None:
+                    found.add(place)
+    return found
 
 
 def _switched_on(call: ast.Call) -> bool:
@@ -79,21 +99,28 @@ def _module_of(node: ast.expr) -> Optional[ast.expr]:
 
 
 def _parameter_loop(model: SemanticModel, loop: ast.For) -> Optional[Tuple[Place, bool]]:
-    """``for p in model.parameters(): p.requires_grad = False``: (``model``'s place, False)."""
+    """A loop over a model's parameters that switches their gradients: (``model``'s place, False)
+    for ``for p in model.parameters(): p.requires_grad = False`` directly in the loop's body, and
+    (place, True) for a loop over ``parameters()`` or ``named_parameters()`` that switches any of
+    them on, under an ``if`` too."""
     iterated = loop.iter
     if not (
-        isinstance(loop.target, ast.Name) and isinstance(iterated, ast.Call) and not iterated.args
-        and isinstance(iterated.func, ast.Attribute) and iterated.func.attr == "parameters"
+        isinstance(iterated, ast.Call) and not iterated.args and isinstance(iterated.func, ast.Attribute)
+        and iterated.func.attr in ("parameters", "named_parameters")
     ):
         return None
     place = model.place(iterated.func.value)
-    if place is None:
+    target = loop.target
+    if iterated.func.attr == "named_parameters" and isinstance(target, ast.Tuple) and len(target.elts) == 2:
+        target = target.elts[1]
+    if place is None or not isinstance(target, ast.Name):
         return None
-    name = loop.target.id
-    for statement in loop.body:
-        switched = _switch_of(statement, name)
-        if switched is not None:
-            return place, switched
+    name = target.id
+    nested = [node for statement in loop.body for node in ast.walk(statement) if isinstance(node, ast.stmt)]
+    if any(_switch_of(statement, name) for statement in nested):
+        return place, True
+    if iterated.func.attr == "parameters" and any(_switch_of(statement, name) is False for statement in loop.body):
+        return place, False
     return None
 
 

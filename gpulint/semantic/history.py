@@ -1,7 +1,8 @@
 """Which values of a module may carry autograd history, decided on the model for every function at
 once: a call of a module, a criterion, a ``torch.nn.functional`` function, a ``*_loss`` function of
 torch or a helper that returns a forward output computed with gradients on (of a model that is not
-frozen: :mod:`gpulint.semantic.frozen`); and a name that ``.backward()`` is called on, or that its
+frozen, :mod:`gpulint.semantic.frozen`, or of a frozen one given an argument that may carry
+history); and a name that ``.backward()`` is called on, or that its
 scope binds to such a call.
 
 It over-approximates what a rule's per-scope analysis concludes, so a rule may use it to decide
@@ -11,12 +12,12 @@ which functions it must read at all.
 from __future__ import annotations
 
 import ast
-from typing import Iterator, Set, Tuple
+from typing import Iterator, List, Set, Tuple
 
 from gpulint.semantic.evaluation import module_of
 from gpulint.semantic.frozen import frozen_models
 from gpulint.semantic.model import SemanticModel
-from gpulint.semantic.survey import ast_dotted_name
+from gpulint.semantic.survey import argument_values, ast_dotted_name
 from gpulint.semantic.torch_api import is_loss_module, is_torch_tensor_function
 
 
@@ -52,12 +53,24 @@ class AutogradHistory:
             if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name)
         }
         frozen = model.derived(frozen_models)
-        returning = model.functions_returning_outputs(lambda call: _called_model(model, call) not in frozen)
-        self.helper_calls_with_history = model.calls_of(returning - model.runs_without_grad)
-        """Where the module calls a function of its own that returns a forward output of a model
-        that is not frozen and may run with gradients on (the span of each call's ``func``)."""
-        self.history_names: Set[Tuple[str, ast.AST]] = {
-            (name, model.scope_of(value)) for name, value in bindings if isinstance(value, ast.Call) and self.produces(value)
+        unfrozen = model.functions_returning_outputs(lambda call: _called_model(model, call) not in frozen) - model.runs_without_grad
+        self.helper_calls_with_history: Set[Tuple[int, int, int, int]] = set(model.calls_of(unfrozen))
+        """Where the module calls a function of its own that may run with gradients on and returns
+        a forward output of a model that is not frozen, or of a frozen one given an argument that
+        may carry history (the span of each call's ``func``)."""
+        self.history_names = self._history_names(bindings)
+        frozen_only = model.returns_forward_output - model.runs_without_grad - unfrozen
+        if frozen_only:
+            self.helper_calls_with_history.update(
+                model.span(site.node.func) for site in model.call_sites
+                if site.callee in frozen_only and any(self.may_carry(argument) for argument in argument_values(site.node))
+            )
+            self.history_names = self._history_names(bindings)
+
+    def _history_names(self, bindings: List[Tuple[str, ast.expr]]) -> Set[Tuple[str, ast.AST]]:
+        return {
+            (name, self.model.scope_of(value)) for name, value in bindings
+            if isinstance(value, ast.Call) and self.produces(value)
         }
 
     def produces(self, call: ast.Call) -> bool:

@@ -94,6 +94,14 @@ class CallSite:
     callee: Optional[Function] = None
 
 
+MODEL_BASES = frozenset({
+    "pytorch_lightning.LightningModule", "pytorch_lightning.core.LightningModule",
+    "lightning.LightningModule", "lightning.pytorch.LightningModule",
+})
+"""Lightning's model base class, under the names it is imported by (``torch.nn`` classes are
+:func:`torch_api.is_module_constructor`'s)."""
+
+
 class SemanticModel(Survey):
     """Every fact about one module that rules share, each computed on first use."""
 
@@ -192,19 +200,19 @@ class SemanticModel(Survey):
 
     @cached_property
     def module_classes(self) -> FrozenSet[ast.ClassDef]:
-        """Classes of the module that are models: they define ``forward``, or a base is
-        ``nn.Module``-like (its name ends in ``Module``: ``nn.Module``, ``pl.LightningModule``) or
-        such a class of the module (by binding)."""
+        """Classes of the module that are models: a base is ``torch.nn.Module`` or another class of
+        ``torch.nn``, a Lightning module, or such a class of the module (by binding)."""
         classes = list(self._definitions[1].values())
         found: Set[ast.ClassDef] = set()
         changed = True
         while changed:
             changed = False
             for cls in classes:
-                if cls.node not in found and ("forward" in cls.methods or any(
-                    (ast_dotted_name(base) or "").endswith("Module") or self._defined_class(base) in found
+                if cls.node not in found and any(
+                    self._defined_class(base) in found
+                    or any(torch_api.is_module_constructor(q) or q in MODEL_BASES for q in self.qualified_names(base))
                     for base in cls.node.bases
-                )):
+                ):
                     found.add(cls.node)
                     changed = True
         return frozenset(found)
