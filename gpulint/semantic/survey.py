@@ -181,14 +181,17 @@ class Survey:
         LibCST's QualifiedNameProvider reports for it where the name comes from an import);
         computed once per node."""
         known = self._qualified.get(id(node))
-        if known is None:
-            dotted = ast_full_name(node)
-            known = self._qualified[id(node)] = self.imports.qualified_names(dotted) if dotted else frozenset()
-        return known
+        if known is not None and known[0] is node:
+            return known[1]
+        dotted = ast_full_name(node)
+        names = self.imports.qualified_names(dotted) if dotted else frozenset()
+        self._qualified[id(node)] = (node, names)
+        return names
 
     @cached_property
-    def _qualified(self) -> Dict[int, FrozenSet[str]]:
-        """:meth:`qualified_names` by ``id`` of the node (the tree keeps every node alive)."""
+    def _qualified(self) -> Dict[int, Tuple[ast.AST, FrozenSet[str]]]:
+        """:meth:`qualified_names` by ``id`` of the node, with the node (kept alive, so that no
+        other node takes its ``id`` while the entry stands)."""
         return {}
 
     @cached_property
