@@ -27,10 +27,14 @@ from gpulint.semantic.torch_api import MODULE_RETURNING_METHODS
 
 def frozen_models(model: SemanticModel) -> FrozenSet[Place]:
     """The places of the module's frozen models (see the module docstring)."""
+    if "requires_grad" not in model.source:
+        return frozenset()
     frozen: Set[Place] = set()
     unfrozen: Set[Place] = set()
     for place, switched_on in _switches(model):
         (unfrozen if switched_on else frozen).add(place)
+    if not frozen:
+        return frozenset()
     replaced = _replaced_parts(model)
     frozen = {
         place for place in frozen

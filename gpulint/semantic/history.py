@@ -53,7 +53,10 @@ class AutogradHistory:
             if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name)
         }
         frozen = model.derived(frozen_models)
-        unfrozen = model.functions_returning_outputs(lambda call: _called_model(model, call) not in frozen) - model.runs_without_grad
+        unfrozen = (
+            model.functions_returning_outputs(lambda call: _called_model(model, call) not in frozen) if frozen
+            else model.returns_forward_output
+        ) - model.runs_without_grad
         self.helper_calls_with_history: Set[Tuple[int, int, int, int]] = set(model.calls_of(unfrozen))
         """Where the module calls a function of its own that may run with gradients on and returns
         a forward output of a model that is not frozen, or of a frozen one given an argument that
