@@ -60,10 +60,10 @@ class InferenceWithoutNoGrad(Rule):
         gradients on, with those forward calls: not where the code also trains (``backward``, an
         optimizer ``step``), nor in a function whose result a backward pass may start from, nor in
         a model's own ``forward`` (what its callers may backpropagate), nor in a function that
-        always runs with gradients off, nor on a frozen model. In an inference-only program (``program``: a notebook, or a file with an
-        ``if __name__ == "__main__":`` block; nothing in the file trains, and it loads weights), a
-        model the code binds and calls in a loop without ever setting its mode counts too,
-        outside classes."""
+        always runs with gradients off, nor on a frozen model. In an inference-only program
+        (``program``: a notebook, or a file with an ``if __name__ == "__main__":`` block; nothing
+        in the file trains, and it loads weights), a model the code binds and calls in a loop
+        without ever setting its mode counts too, outside classes."""
         inference_only = (program or model.has_main_guard) and model.loads_weights and not model.trains
         if not inference_only and not any(
             call.func.attr == "eval" or call.args for call in model.method_calls("eval", "train")
