@@ -19,7 +19,7 @@ from functools import cached_property
 from typing import Dict, FrozenSet, List, Optional, Set, Tuple, Union
 
 from gpulint.semantic.model import Function, GradientWalker, Place, SemanticModel
-from gpulint.semantic.survey import ast_dotted_name, is_false_constant
+from gpulint.semantic.survey import ast_dotted_name, is_false_constant, module_of
 from gpulint.semantic.frozen import frozen_models
 from gpulint.semantic.torch_api import FORWARD_METHODS, MODULE_API, MODULE_RETURNING_METHODS
 
@@ -149,13 +149,6 @@ class EvaluationFacts:
         return self.model.place(target)
 
 
-def module_of(node: ast.expr) -> ast.expr:
-    """``model`` in ``model.float().to(device)``: calls that return the module they are called on."""
-    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MODE_PRESERVING:
-        node = node.func.value
-    return node
-
-
 class _Walk(GradientWalker):
     """Reads each function and the module-level code in source order."""
 
@@ -218,7 +211,7 @@ class _Walk(GradientWalker):
     def _pipeline(self, value: ast.expr) -> bool:
         """A Hugging Face pipeline (``StableDiffusionPipeline.from_pretrained(...).to(device)``,
         ``transformers.pipeline(...)``): calling one runs without gradients, as the library makes it."""
-        built = module_of(value)
+        built = module_of(value, MODE_PRESERVING)
         if not isinstance(built, ast.Call):
             return False
         func = built.func
@@ -238,7 +231,7 @@ class _Walk(GradientWalker):
                 facts.read_as_numpy.add(undetached)
         if isinstance(func, ast.Attribute):
             method = func.attr
-            receiver = module_of(func.value)
+            receiver = module_of(func.value, MODE_PRESERVING)
             if ast_dotted_name(receiver) is not None:
                 if method in ("eval", "train"):
                     evaluating = not node.args if method == "eval" else bool(node.args) and is_false_constant(node.args[0])

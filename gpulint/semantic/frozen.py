@@ -21,7 +21,7 @@ import ast
 from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
 
 from gpulint.semantic.model import Function, Place, SemanticModel
-from gpulint.semantic.survey import is_false_constant
+from gpulint.semantic.survey import is_false_constant, module_of
 from gpulint.semantic.torch_api import MODULE_RETURNING_METHODS
 
 
@@ -97,9 +97,8 @@ def _bound_to(model: SemanticModel, call: ast.Call) -> List[Place]:
 
 def _module_of(node: ast.expr) -> Optional[ast.expr]:
     """``model`` in ``model.eval().to(device)``; None where the chain starts from anything else."""
-    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MODULE_RETURNING_METHODS:
-        node = node.func.value
-    return node if isinstance(node, (ast.Name, ast.Attribute)) else None
+    root = module_of(node)
+    return root if isinstance(root, (ast.Name, ast.Attribute)) else None
 
 
 def _parameter_loop(model: SemanticModel, loop: ast.For) -> Optional[Tuple[Place, bool]]:

@@ -14,10 +14,9 @@ from __future__ import annotations
 import ast
 from typing import Iterator, List, Set, Tuple
 
-from gpulint.semantic.evaluation import module_of
 from gpulint.semantic.frozen import frozen_models
 from gpulint.semantic.model import SemanticModel
-from gpulint.semantic.survey import argument_values, ast_dotted_name
+from gpulint.semantic.survey import argument_values, ast_dotted_name, module_of
 from gpulint.semantic.torch_api import is_loss_module, is_torch_tensor_function
 
 

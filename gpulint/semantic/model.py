@@ -22,7 +22,7 @@ from gpulint.semantic import torch_api
 from gpulint.semantic.scopes import FUNCTIONS, Binding, Scope, build_scopes
 from gpulint.semantic.import_table import ImportTable
 from gpulint.semantic.visitor import Visitor
-from gpulint.semantic.survey import Survey, ast_dotted_name, ast_full_name, is_false_constant
+from gpulint.semantic.survey import Survey, ast_dotted_name, ast_full_name, is_false_constant, module_of
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 Derived = TypeVar("Derived")
@@ -450,9 +450,8 @@ class SemanticModel(Survey):
 
     def class_built(self, value: ast.expr) -> Optional[ast.ClassDef]:
         """The class of the module that ``value`` builds an instance of (``Net(cfg).cuda().eval()``)."""
-        while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in torch_api.MODULE_RETURNING_METHODS:
-            value = value.func.value
-        return self._defined_class(value.func) if isinstance(value, ast.Call) else None
+        built = module_of(value)
+        return self._defined_class(built.func) if isinstance(built, ast.Call) else None
 
     @cached_property
     def runs_without_grad(self) -> FrozenSet[Function]:

@@ -13,9 +13,9 @@ from __future__ import annotations
 import ast
 from collections import defaultdict
 from functools import cached_property
-from typing import DefaultDict, Dict, FrozenSet, Iterator, List, Optional, Set, Tuple, Type, TypeVar
+from typing import AbstractSet, DefaultDict, Dict, FrozenSet, Iterator, List, Optional, Set, Tuple, Type, TypeVar
 
-from gpulint.semantic.torch_api import MODULE_METHODS, is_module_constructor
+from gpulint.semantic.torch_api import MODULE_METHODS, MODULE_RETURNING_METHODS, is_module_constructor
 from gpulint.semantic.import_table import ImportTable
 from gpulint.semantic.visitor import SHARED_LEAVES
 
@@ -70,6 +70,14 @@ def own_nodes(statements: List[ast.stmt]) -> Iterator[ast.AST]:
             continue
         yield node
         stack.extend(ast.iter_child_nodes(node))
+
+
+def module_of(node: ast.expr, methods: AbstractSet[str] = MODULE_RETURNING_METHODS) -> ast.expr:
+    """``model`` in ``model.float().eval().to(device)``: ``node`` with the calls of ``methods`` (those
+    that return the module they are called on) taken off its end."""
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in methods:
+        node = node.func.value
+    return node
 
 
 def is_false_constant(node: ast.AST) -> bool:
