@@ -71,13 +71,9 @@ class InferenceWithoutNoGrad(Rule):
         ):
             return []
         facts = model.derived(EvaluationFacts)
-        backpropagated = model.derived(backpropagated_functions)
         found = []
         for scope in facts.scopes:
-            if scope.needs_gradients or (scope.function is not None and (
-                scope.function in model.runs_without_grad or scope.function in backpropagated
-                or _forward_of_a_model(model, scope.function)
-            )):
+            if scope.needs_gradients:
                 continue
             forward = scope.forward_calls
             program_calls = [call for call in scope.default_mode_calls if model.in_loop(call)] if (
@@ -86,7 +82,10 @@ class InferenceWithoutNoGrad(Rule):
             if program_calls:
                 forward = sorted([*forward, *program_calls], key=lambda call: (call.lineno, call.col_offset))
             calls = [call for call in forward if facts.model_place(call) not in facts.frozen]
-            if calls:
+            if calls and not (scope.function is not None and (
+                scope.function in model.runs_without_grad or _forward_of_a_model(model, scope.function)
+                or scope.function in model.derived(backpropagated_functions)
+            )):
                 found.append((scope, calls))
         return found
 

@@ -50,11 +50,12 @@ def backpropagated_functions(model: SemanticModel) -> FrozenSet[Function]:
         if owner is not None and statement.value is not None:
             returns.setdefault(owner, []).append(statement.value)
     assigned = _assigned_values(model)
+    bound: BoundNames = {}
     found: Set[Function] = set()
     expressions = backward_inputs(model)
     while expressions:
         reached: Set[Function] = set()
-        for node in _computed_from(model, assigned, expressions):
+        for node in _computed_from(model, assigned, bound, expressions):
             if isinstance(node, ast.Call):
                 callee = model.callee(node)
                 if callee is not None:
@@ -71,6 +72,9 @@ def backpropagated_functions(model: SemanticModel) -> FrozenSet[Function]:
 
 Assigned = Dict[Tuple[ast.AST, str], List[AssignStatement]]
 """(scope, name) -> the statements of the scope that assign the name."""
+
+BoundNames = Dict[int, FrozenSet[str]]
+"""``id`` of a statement -> the names it binds anywhere in it (filled as statements are asked about)."""
 
 
 def _assigned_values(model: SemanticModel) -> Assigned:
@@ -98,7 +102,9 @@ def _bound_names(target: ast.expr) -> Iterator[str]:
         yield from _bound_names(target.value)
 
 
-def _computed_from(model: SemanticModel, assigned: Assigned, expressions: List[ast.expr]) -> Iterator[ast.AST]:
+def _computed_from(
+    model: SemanticModel, assigned: Assigned, bound: BoundNames, expressions: List[ast.expr],
+) -> Iterator[ast.AST]:
     """The nodes of each expression and of every value its scope assigns, where the assignment may
     run before it (the last assignment of the name in a block around it, with nothing between that
     binds it; else any earlier in the code, or in a loop around both), to a name it is computed
@@ -113,7 +119,7 @@ def _computed_from(model: SemanticModel, assigned: Assigned, expressions: List[a
                 yield node
                 if isinstance(node, ast.Name) and node.id not in seen:
                     seen.add(node.id)
-                    last = _last_assignment(model, node.id, anchor)
+                    last = _last_assignment(model, bound, node.id, anchor)
                     pending.extend(
                         statement.value for statement in assigned.get((scope, node.id), ())
                         if statement.value is not None and (
@@ -139,7 +145,7 @@ def _may_run_before(model: SemanticModel, statement: ast.stmt, anchor: ast.expr,
     return bool(loops) and not _loops_around(model, statement).isdisjoint(loops)
 
 
-def _last_assignment(model: SemanticModel, name: str, anchor: ast.AST) -> Optional[ast.stmt]:
+def _last_assignment(model: SemanticModel, bound: BoundNames, name: str, anchor: ast.AST) -> Optional[ast.stmt]:
     """The plain assignment of ``name`` that every run reaching ``anchor`` last went through: the
     nearest earlier statement of a block around ``anchor`` that binds ``name``, where it is an
     assignment; None where that statement binds it some other way (in a branch, a loop, a ``with``)
@@ -155,7 +161,7 @@ def _last_assignment(model: SemanticModel, name: str, anchor: ast.AST) -> Option
             if index is None:
                 continue
             for earlier in reversed(block[:index]):
-                if not _binds(earlier, name):
+                if name not in _bound_by(bound, earlier):
                     continue
                 plain = isinstance(earlier, (ast.Assign, ast.AnnAssign))
                 return earlier if plain else None
@@ -163,5 +169,12 @@ def _last_assignment(model: SemanticModel, name: str, anchor: ast.AST) -> Option
     return None
 
 
-def _binds(statement: ast.stmt, name: str) -> bool:
-    return any(isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load) for node in ast.walk(statement))
+def _bound_by(bound: BoundNames, statement: ast.stmt) -> FrozenSet[str]:
+    """The names ``statement`` binds or deletes anywhere in it (remembered in ``bound``)."""
+    names = bound.get(id(statement))
+    if names is None:
+        names = frozenset(
+            node.id for node in ast.walk(statement) if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load)
+        )
+        bound[id(statement)] = names
+    return names

@@ -595,7 +595,7 @@ class SemanticModel(Survey):
         """``x.backward()``, ``x.step()``, ``torch.autograd.grad(...)``."""
         func = call.func
         return isinstance(func, ast.Attribute) and (
-            func.attr in TRAINING_METHODS or self.resolved_names(func) == {"torch.autograd.grad"}
+            func.attr in TRAINING_METHODS or (func.attr == "grad" and self.resolved_names(func) == {"torch.autograd.grad"})
         )
 
     def positional_arguments(self, site: CallSite) -> Iterator[Tuple[int, ast.expr]]:
