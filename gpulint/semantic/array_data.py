@@ -25,6 +25,9 @@ MAPPING_READS = frozenset({"get", "pop"})
 """Methods that read a value out of a mapping."""
 METADATA_ATTRIBUTES = torch_api.NON_TENSOR_ATTRIBUTES | torch_api.TENSOR_SHAPE_METHODS | {"size", "itemsize", "nbytes"}
 """Attributes whose value describes an array or tensor without holding its data."""
+ARRAY_ONLY_FUNCTION_WORDS = frozenset(name.rpartition(".")[2] for name in torch_api.ARRAY_ONLY_FUNCTIONS)
+"""The last word of each function that takes only numpy arrays: its name or the import that binds it
+spells it (``from_numpy``)."""
 _ASSIGNMENTS = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)
 
 
@@ -52,7 +55,10 @@ class ArrayData:
 
     @cached_property
     def _consumers(self) -> bool:
-        """Whether the module has a use that only numpy arrays allow at all (most have none)."""
+        """Whether the module has a use that only numpy arrays allow at all (most have none; every
+        such use spells one of the words in the source)."""
+        if not any(word in self.model.source for word in (*torch_api.ARRAY_ONLY_METHODS, *ARRAY_ONLY_FUNCTION_WORDS)):
+            return False
         return any(attribute.attr in torch_api.ARRAY_ONLY_METHODS for attribute in self.model.nodes(ast.Attribute)) or any(
             self.model.qualified_names(call.func) & torch_api.ARRAY_ONLY_FUNCTIONS for call in self.model.calls()
         )

@@ -168,16 +168,26 @@ class SemanticModel(Survey):
         return Place(binding, "." + rest if rest else "")
 
     @cached_property
-    def _uses(self) -> Dict[Binding, List[ast.Name]]:
-        uses: Dict[Binding, List[ast.Name]] = {}
+    def _names_by_id(self) -> Dict[str, List[ast.Name]]:
+        found: Dict[str, List[ast.Name]] = {}
         for name in self.nodes(ast.Name):
-            uses.setdefault(self.scope_at(name).resolve(name.id), []).append(name)
-        return uses
+            found.setdefault(name.id, []).append(name)
+        return found
 
     def uses(self, binding: Binding) -> List[ast.Name]:
         """Every occurrence of a name that refers to ``binding`` (read, assigned or deleted), in any
-        scope of the module."""
-        return self._uses.get(binding, [])
+        scope of the module (only the names spelt like it are resolved)."""
+        known = self._uses.get(binding)
+        if known is None:
+            known = self._uses[binding] = [
+                name for name in self._names_by_id.get(binding.name, ()) if self.scope_at(name).resolve(name.id) == binding
+            ]
+        return known
+
+    @cached_property
+    def _uses(self) -> Dict[Binding, List[ast.Name]]:
+        """:meth:`uses` by binding, filled as bindings are asked about."""
+        return {}
 
     # Functions, classes and the call graph.
 
