@@ -96,7 +96,7 @@ CASES = {
 
         def candidate(model, x):
             model.eval()
-            return model(x)
+            return model(x.cuda())
 
         def caller(model, x):
             with torch.no_grad():
@@ -110,7 +110,7 @@ CASES = {
 
         def candidate(x):
             model.eval()
-            y = model(x)
+            y = model(x.cuda())
             print(y)
     ''',
     "gpu005-caller-backpropagates-the-sum": '''

@@ -63,7 +63,7 @@ def test_fix_that_adds_lines_keeps_them_in_their_cell(tmp_path):
 
 
 def test_a_module_level_wrap_stays_in_its_cell(tmp_path):
-    first = "import torch\nmodel = torch.nn.Linear(4, 2).eval()\nout = model(torch.ones(1, 4))"
+    first = "import torch\nmodel = torch.nn.Linear(4, 2).cuda().eval()\nout = model(torch.ones(1, 4))"
     second = "print(out.shape)\ndoubled = out * 2"
     (tmp_path / "nb.ipynb").write_text(_notebook(first, second), encoding="utf-8")
     assert run_gpulint(["--fix", "--unsafe-fixes", "nb.ipynb"], cwd=tmp_path).returncode == 0
@@ -73,7 +73,7 @@ def test_a_module_level_wrap_stays_in_its_cell(tmp_path):
 
 
 def test_a_wrap_leaves_the_displayed_expression_outside(tmp_path):
-    first = "import torch\nmodel = torch.nn.Linear(4, 2).eval()\nout = model(torch.ones(1, 4))\nout.softmax(-1)"
+    first = "import torch\nmodel = torch.nn.Linear(4, 2).cuda().eval()\nout = model(torch.ones(1, 4))\nout.softmax(-1)"
     (tmp_path / "nb.ipynb").write_text(_notebook(first, "print(1)"), encoding="utf-8")
     assert run_gpulint(["--fix", "--unsafe-fixes", "nb.ipynb"], cwd=tmp_path).returncode == 0
     cells = json.loads((tmp_path / "nb.ipynb").read_text(encoding="utf-8"))["cells"]
@@ -81,7 +81,7 @@ def test_a_wrap_leaves_the_displayed_expression_outside(tmp_path):
 
 
 def test_no_wrap_when_the_forward_pass_is_the_displayed_expression(tmp_path):
-    first = "import torch\nmodel = torch.nn.Linear(4, 2).eval()\nmodel(torch.ones(1, 4))"
+    first = "import torch\nmodel = torch.nn.Linear(4, 2).cuda().eval()\nmodel(torch.ones(1, 4))"
     (tmp_path / "nb.ipynb").write_text(_notebook(first, "print(1)"), encoding="utf-8")
     (item,) = json.loads(run_gpulint(["check", "--format", "json", "--unsafe-fixes", "nb.ipynb"], cwd=tmp_path).stdout)
     assert (item["code"], item["cell"], item["line"], item["fix"]) == ("GPU004", 2, 3, None)

@@ -16,6 +16,7 @@ from gpulint.semantic.array_data import ArrayData
 from gpulint.semantic.dead_code import never_runs
 from gpulint.semantic.mapping_use import MappingUse
 from gpulint.semantic.model import SemanticModel
+from gpulint.semantic.moved_at_once import moved_to_gpu_at_once
 from gpulint.semantic.read_back import ReadBack, loaded_path
 from gpulint.semantic.survey import ast_full_name, own_nodes
 from gpulint.semantic.torch_api import MAP_LOCATION_SLOT
@@ -173,9 +174,12 @@ def _holds_no_device_tensors(model: SemanticModel, call: ast.Call) -> bool:
 
 def _placed_by_the_program(model: SemanticModel, call: ast.Call) -> bool:
     """Where the call's tensors land is the program's own doing, or moot: it reads back a cache or
-    a live object the module writes, or it never runs."""
+    a live object the module writes, the module it loads is moved to the GPU at once, or it never
+    runs."""
     loaded = loaded_path(call)
-    return never_runs(model, call) or (loaded is not None and model.derived(ReadBack).reads_back(call, loaded))
+    return never_runs(model, call) or moved_to_gpu_at_once(model, call) or (
+        loaded is not None and model.derived(ReadBack).reads_back(call, loaded)
+    )
 
 
 def _words_in(node: ast.AST) -> List[str]:

@@ -57,13 +57,16 @@ class InferenceWithoutNoGrad(Rule):
     @staticmethod
     def candidates(model: SemanticModel, program: bool = False) -> List[Tuple[ScopeFacts, List[ast.Call]]]:
         """Each function (or the module-level code) that runs a model in evaluation mode with
-        gradients on, with those forward calls: not where the code also trains (``backward``, an
+        gradients on, with those forward calls: not in a module that never puts anything on an
+        accelerator (its graph takes host memory, not the GPU's), not where the code also trains (``backward``, an
         optimizer ``step``), nor in a function whose result a backward pass may start from, nor in
         a model's own ``forward`` (what its callers may backpropagate), nor in a function that
         always runs with gradients off, nor on a frozen model. In an inference-only program
         (``program``: a notebook, or a file with an ``if __name__ == "__main__":`` block; nothing
         in the file trains, and it loads weights), a model the code binds and calls in a loop
         without ever setting its mode counts too, outside classes."""
+        if not model.mentions_accelerator:
+            return []
         inference_only = (program or model.has_main_guard) and model.loads_weights and not model.trains
         if not inference_only and not any(
             call.func.attr == "eval" or call.args for call in model.method_calls("eval", "train")

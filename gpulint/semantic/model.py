@@ -589,6 +589,27 @@ class SemanticModel(Survey):
         return False
 
     @cached_property
+    def mentions_accelerator(self) -> bool:
+        """Whether the module's code (not its comments or docstrings) spells a way to put anything on
+        an accelerator: a ``.to`` attribute, or a name, attribute, keyword, import or string with one of
+        :data:`~gpulint.semantic.torch_api.ACCELERATOR_WORDS` in it. Where it spells none, its models
+        run on the CPU."""
+        attributes = {node.attr for node in self.nodes(ast.Attribute)}
+        if "to" in attributes:
+            return True
+        spelt = [
+            *attributes, *(node.id for node in self.nodes(ast.Name)), *(node.arg for node in self.nodes(ast.arg)),
+            *(node.arg or "" for node in self.nodes(ast.keyword)),
+            *(part or "" for node in self.nodes(ast.alias) for part in (node.name, node.asname)),
+            *(
+                node.value for node in self.nodes(ast.Constant)
+                if isinstance(node.value, str) and not isinstance(self.parent(node), ast.Expr)
+            ),
+        ]
+        text = "\n".join(spelt).lower()
+        return any(word in text for word in torch_api.ACCELERATOR_WORDS)
+
+    @cached_property
     def loads_weights(self) -> bool:
         """Whether the module loads trained weights: ``torch.load``, ``load_state_dict``, ``from_pretrained``."""
         return bool(self.method_calls("load_state_dict", "from_pretrained")) or any(

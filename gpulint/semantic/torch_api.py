@@ -41,6 +41,14 @@ AUTOGRAD_ENTRY_POINTS = frozenset({"torch.autograd.grad", "torch.autograd.backwa
 """The functions that backpropagate besides ``Tensor.backward``: GPU005 reads a loop that calls one
 as a training loop."""
 
+ACCELERATOR_WORDS = ("cuda", "device", "gpu", "mps", "xpu", "accelerat", "fabric", "parallel", "load_in_")
+"""Words, in lower case, that a name, attribute, keyword or string of the code spells wherever it
+puts a model or tensor on an accelerator — ``.cuda()``, ``device=``/``device_map=``,
+``torch.set_default_device``, ``DataParallel`` and ``DistributedDataParallel``, Accelerate's
+``Accelerator``, Lightning's ``Fabric``, ``load_in_8bit``, an ``args.gpu`` option — besides a
+``.to(...)`` call. A module that spells none of them and calls no ``.to`` runs its models where they
+are built, on the CPU (GPU004 reads it)."""
+
 GRAD_OFF = frozenset({
     "torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.inference_mode",
     "torch.autograd.grad_mode.no_grad", "torch.autograd.grad_mode.inference_mode",
@@ -174,6 +182,13 @@ MODULE_METHODS = frozenset({
 """Methods of ``nn.Module`` whose call shows the receiver is a module (of them tensors have only
 ``requires_grad_``, ``half`` and ``bfloat16``): ``analysis.tensors`` and ``semantic.survey`` collect
 the names they are called on."""
+
+MODULE_ONLY_METHODS = frozenset({
+    "eval", "train", "parameters", "named_parameters", "modules", "named_modules", "children",
+    "named_children", "state_dict", "load_state_dict", "zero_grad",
+})
+"""Methods of ``nn.Module`` that tensors lack: a chain that calls one works on a module
+(``semantic.moved_at_once`` reads ``m.cuda().eval()`` as moving the module ``m``)."""
 
 FORWARD_METHODS = frozenset({"forward", "inference", "infer", "encode", "decode"})
 """Methods that run a model's forward pass (``model.inference(x)`` in Tacotron-style models,

@@ -1,0 +1,89 @@
+"""Loaded modules that the code moves to the GPU at once, whatever device they were saved from.
+
+``waveglow = torch.load(path)["model"]`` followed, in the same block, by ``waveglow.cuda().eval()``
+(or ``waveglow = waveglow.cuda()``) ends with the module on the current GPU wherever its tensors
+were loaded, and the ``.cuda()`` needs a GPU anyway: ``map_location`` changes nothing but the route.
+The statements in between may only rebind the name from a call on it
+(``waveglow = waveglow.remove_weightnorm(waveglow)``) or not mention it at all; any other use, any
+compound statement or jump (the move may not run, or runs in a branch), or the end of the block
+first, and nothing is decided. A discarded ``x.cuda()`` moves nothing unless ``x`` is a module, so
+that form counts only when the chain also calls a method only modules have (``.eval()``).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import List, Optional
+
+from gpulint.semantic.model import SemanticModel
+from gpulint.semantic.torch_api import MODULE_ONLY_METHODS
+
+BLOCKS = ("body", "orelse", "finalbody")
+SIMPLE_STATEMENTS = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Import, ast.ImportFrom, ast.Assert, ast.Pass)
+
+
+def moved_to_gpu_at_once(model: SemanticModel, call: ast.Call) -> bool:
+    """Whether what ``call`` loads (or a subscript of it) is bound to a name that the statements
+    after it, in the same block, move to the GPU before any other use (see the module docstring)."""
+    value: ast.expr = call
+    parent = model.parent(value)
+    while isinstance(parent, ast.Subscript) and parent.value is value:
+        value, parent = parent, model.parent(parent)
+    if not (isinstance(parent, ast.Assign) and parent.value is value and len(parent.targets) == 1):
+        return False
+    target = parent.targets[0]
+    if not isinstance(target, ast.Name):
+        return False
+    block = _block_of(model, parent)
+    if block is None:
+        return False
+    for statement in block[block.index(parent) + 1:]:
+        if not isinstance(statement, SIMPLE_STATEMENTS):
+            return False
+        if not any(isinstance(node, ast.Name) and node.id == target.id for node in ast.walk(statement)):
+            continue
+        if _moves(statement, target.id):
+            return True
+        if not _rebinds_from_itself(statement, target.id):
+            return False
+    return False
+
+
+def _block_of(model: SemanticModel, statement: ast.stmt) -> Optional[List[ast.stmt]]:
+    parent = model.parent(statement)
+    for field in BLOCKS:
+        block = getattr(parent, field, None)
+        if isinstance(block, list) and any(item is statement for item in block):
+            return block
+    return None
+
+
+def _chain(node: ast.expr) -> Optional[List[str]]:
+    """The methods a call chain on a name calls, first to last (``m.cuda().eval()``: cuda, eval),
+    with the name; None for anything else."""
+    methods: List[str] = []
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        methods.append(node.func.attr)
+        node = node.func.value
+    if not isinstance(node, ast.Name):
+        return None
+    return [node.id, *reversed(methods)]
+
+
+def _moves(statement: ast.stmt, name: str) -> bool:
+    """``name = name.cuda()...``, or ``name.cuda()...`` with a module-only method in the chain."""
+    chain = _chain(statement.value) if isinstance(statement, (ast.Assign, ast.Expr)) else None
+    if chain is None or chain[0] != name or chain[1:2] != ["cuda"]:
+        return False
+    if isinstance(statement, ast.Assign):
+        return all(isinstance(target, ast.Name) and target.id == name for target in statement.targets)
+    return any(method in MODULE_ONLY_METHODS for method in chain[2:])
+
+
+def _rebinds_from_itself(statement: ast.stmt, name: str) -> bool:
+    """``name = name.method(...)``: the name keeps what a call on the loaded object returns."""
+    if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
+        return False
+    target = statement.targets[0]
+    chain = _chain(statement.value)
+    return isinstance(target, ast.Name) and target.id == name and chain is not None and chain[0] == name and len(chain) > 1
