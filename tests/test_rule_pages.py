@@ -67,6 +67,7 @@ HOLDOUT_SETS = {
     "Held out:": ("wild-holdout-first.json", "wild-holdout.json"),
     "A second held-out set": ("wild-holdout-2-first.json", "wild-holdout-2.json"),
     "A third held-out set": ("wild-holdout-3-first.json", "wild-holdout-3.json"),
+    "A fourth held-out set": ("wild-holdout-4-first.json", "wild-holdout-4.json"),
 }
 HOLDOUT_FIGURES = r"the first measurement gave (?P<first>[^;]*); now (?P<now>[^.]*(?:\.\d+[^.]*)*)\."
 

@@ -24,6 +24,13 @@ MAY_TRAIN = "the function may also train: it switches a model to training mode o
 MODULE_WRAP = "it wraps module-level statements in a block, and code after them may need their gradients"
 """Why a GPU004 fix is unsafe, as one line of help."""
 
+LOOP_IN_TRAINING = "the code around the loop trains, and a value the loop computes must not reach a backward pass later"
+
+Candidate = Tuple[ScopeFacts, List[ast.Call], Optional[ast.stmt]]
+"""A scope's forward calls with gradients on, and the evaluation loop they are in where the scope
+trains (None: the scope itself is the candidate)."""
+LOOPS = (ast.For, ast.AsyncFor, ast.While)
+
 NOTEBOOK_CELL = "# gpulint-cell "
 """The line that starts each cell in a notebook's Python text: a file with one may be a notebook."""
 
@@ -55,7 +62,7 @@ class InferenceWithoutNoGrad(Rule):
     METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider)
 
     @staticmethod
-    def candidates(model: SemanticModel, program: bool = False) -> List[Tuple[ScopeFacts, List[ast.Call]]]:
+    def candidates(model: SemanticModel, program: bool = False) -> List[Candidate]:
         """Each function (or the module-level code) that runs a model in evaluation mode with
         gradients on, with those forward calls: not in a module that never puts anything on an
         accelerator (its graph takes host memory, not the GPU's), not where the code also trains (``backward``, an
@@ -64,7 +71,8 @@ class InferenceWithoutNoGrad(Rule):
         always runs with gradients off, nor on a frozen model. In an inference-only program
         (``program``: a notebook, or a file with an ``if __name__ == "__main__":`` block; nothing
         in the file trains, and it loads weights), a model the code binds and calls in a loop
-        without ever setting its mode counts too, outside classes."""
+        without ever setting its mode counts too, outside classes. In code that trains, an
+        evaluation loop counts on its own (:func:`_evaluation_loops`)."""
         if not model.mentions_accelerator:
             return []
         inference_only = (program or model.has_main_guard) and model.loads_weights and not model.trains
@@ -74,9 +82,15 @@ class InferenceWithoutNoGrad(Rule):
         ):
             return []
         facts = model.derived(EvaluationFacts)
-        found = []
+        found: List[Candidate] = []
         for scope in facts.scopes:
             if scope.needs_gradients:
+                if scope.function is None or not (
+                    scope.function in model.runs_without_grad or _forward_of_a_model(model, scope.function)
+                    or scope.function in model.derived(backpropagated_functions)
+                ):
+                    calls = [call for call in scope.forward_calls if facts.model_place(call) not in facts.frozen]
+                    found.extend((scope, loop_calls, loop) for loop, loop_calls in _evaluation_loops(model, scope, calls))
                 continue
             forward = scope.forward_calls
             program_calls = [call for call in scope.default_mode_calls if model.in_loop(call)] if (
@@ -89,19 +103,20 @@ class InferenceWithoutNoGrad(Rule):
                 scope.function in model.runs_without_grad or _forward_of_a_model(model, scope.function)
                 or scope.function in model.derived(backpropagated_functions)
             )):
-                found.append((scope, calls))
+                found.append((scope, calls, None))
         return found
 
     @classmethod
     def seeds(cls, model: SemanticModel) -> List[ast.AST]:
         """The candidate forward calls: every fact from elsewhere comes from the model."""
         notebook = NOTEBOOK_CELL in model.source
-        return [call for _, calls in cls.candidates(model, program=notebook) for call in calls]
+        return [call for _, calls, _ in cls.candidates(model, program=notebook) for call in calls]
 
     def visit_Module(self, node: cst.Module) -> None:
-        self.forward: Dict[Tuple[int, int, int, int], ScopeFacts] = {}
+        self.forward: Dict[Tuple[int, int, int, int], int] = {}
+        """Each candidate forward call's span -> the index of its candidate."""
         self.found: Dict[int, List[cst.Call]] = {}
-        self.scope_facts: Dict[int, ScopeFacts] = {}
+        self.found_candidates: List[Candidate] = []
         self.default_mode: Set[Tuple[int, int, int, int]] = set()
         """Calls of models whose mode the code never sets (an inference-only program's)."""
         model = self.context.model
@@ -109,10 +124,10 @@ class InferenceWithoutNoGrad(Rule):
             return
         if is_test_module(self.context.path, model.tree) and not self.context.options.get("report-inference-in-tests"):
             return
-        for scope, calls in self.candidates(model, self.context.path.endswith(".ipynb")):
-            self.scope_facts[id(scope)] = scope
+        self.found_candidates = self.candidates(model, self.context.path.endswith(".ipynb"))
+        for index, (scope, calls, _) in enumerate(self.found_candidates):
             for call in calls:
-                self.forward[model.span(call.func)] = scope
+                self.forward[model.span(call.func)] = index
             self.default_mode.update(model.span(call.func) for call in calls if call in scope.default_mode_calls)
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -120,9 +135,9 @@ class InferenceWithoutNoGrad(Rule):
             return
         code_range = self.get_metadata(PositionProvider, node.func)
         key = (code_range.start.line, code_range.start.column, code_range.end.line, code_range.end.column)
-        scope = self.forward.get(key)
-        if scope is not None:
-            self.found.setdefault(id(scope), []).append(node)
+        index = self.forward.get(key)
+        if index is not None:
+            self.found.setdefault(index, []).append(node)
 
     def leave_Module(self, original_node: cst.Module) -> None:
         for key, calls in self.found.items():
@@ -133,7 +148,9 @@ class InferenceWithoutNoGrad(Rule):
             code_range = self.get_metadata(PositionProvider, first.func)
             span = (code_range.start.line, code_range.start.column, code_range.end.line, code_range.end.column)
             message = self.inference_program_message if span in self.default_mode else self.message
-            self.report(first, message.format(model=_model(first)), self._fix(self.scope_facts[key], calls))
+            scope, _, loop = self.found_candidates[key]
+            fix = self._loop_fix(first) if loop is not None else self._fix(scope, calls)
+            self.report(first, message.format(model=_model(first)), fix)
 
     def _discarded(self, call: cst.Call) -> bool:
         """A warm-up or profiling pass whose output is dropped at once (``model(x)``, ``_ = model(x)``):
@@ -188,6 +205,25 @@ class InferenceWithoutNoGrad(Rule):
             return self.make_fix(Applicability.UNSAFE, edits, note=MAY_TRAIN)
         return self.make_fix(Applicability.SAFE, edits)
 
+    def _loop_fix(self, first: cst.Call) -> FixOutcome:
+        """Wrap the outermost loop around the first forward call (an evaluation loop in code that
+        trains) in a grad-off block."""
+        loop: Optional[cst.CSTNode] = None
+        node: Optional[cst.CSTNode] = first
+        while node is not None and not isinstance(node, (cst.FunctionDef, cst.Module)):
+            if isinstance(node, (cst.For, cst.While)):
+                loop = node
+            node = self.get_metadata(ParentNodeProvider, node, None)
+        if not isinstance(loop, (cst.For, cst.While)):
+            return NoFix("the evaluation loop could not be found")
+        wrapped = cst.With(
+            items=[cst.WithItem(item=cst.parse_expression(self._grad_off_call()))],
+            body=cst.IndentedBlock(body=[loop.with_changes(leading_lines=[])]),
+            leading_lines=loop.leading_lines,
+        )
+        import_edit = None if self._torch_name() else self.import_edit("torch")
+        return self.make_fix(Applicability.UNSAFE, [self.replacement_edit(loop, wrapped), import_edit], note=LOOP_IN_TRAINING)
+
     def _module_fix(self, module: cst.Module, first: cst.Call, import_edit: Optional[Edit]) -> FixOutcome:
         """Wrap the module's statements from the first forward call to the last use of its outputs,
         stopping before a comment line that starts a new section (or a notebook's next cell), and
@@ -222,6 +258,31 @@ class InferenceWithoutNoGrad(Rule):
         )
         new_module = module.with_changes(body=[*body[:start], wrapped, *body[end + 1 :]])
         return self.make_fix(Applicability.UNSAFE, [self.replacement_edit(module, new_module), import_edit], note=MODULE_WRAP)
+
+
+def _evaluation_loops(model: SemanticModel, scope: ScopeFacts, calls: List[ast.Call]) -> List[Tuple[ast.stmt, List[ast.Call]]]:
+    """In a scope that trains, the evaluation loops: the outermost loop around forward calls of a
+    model in evaluation mode, when nothing in it trains and every call that does (``backward``, an
+    optimizer ``step``, ``autograd.grad``) comes before it in the scope. A test loop after the
+    training loop of a notebook or script; not a validation loop inside the training loop, nor a
+    loop whose outputs a later backward pass may use."""
+    training = [site.node for site in model.call_sites if model.needs_gradients(site.node) and model.scope_of(site.node) is scope.node]
+    loops: Dict[int, Tuple[ast.stmt, List[ast.Call]]] = {}
+    for call in calls:
+        outermost: Optional[ast.stmt] = None
+        node = model.parent(call)
+        while node is not None and node is not scope.node:
+            if isinstance(node, LOOPS):
+                outermost = node
+            node = model.parent(node)
+        if outermost is None or any(_position(step) >= _position(outermost) for step in training):
+            continue
+        loops.setdefault(id(outermost), (outermost, []))[1].append(call)
+    return list(loops.values())
+
+
+def _position(node: ast.AST) -> Tuple[int, int]:
+    return (node.lineno, node.col_offset)  # type: ignore[attr-defined]
 
 
 def _may_train(function: cst.FunctionDef, models: Set[str], forward: Set[int]) -> bool:
