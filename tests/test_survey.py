@@ -9,6 +9,7 @@ import pytest
 from libcst.helpers import get_full_name_for_node
 
 from gpulint.analysis.tensors import dotted_name
+from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.survey import Survey, ast_dotted_name, ast_full_name
 
 
@@ -65,3 +66,22 @@ def test_module_evidence_is_collected_from_methods_and_constructors():
         "table = dict()\n"
     )
     assert survey.modules == {"net", "model", "encoder"}
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("import torch\nx = torch.ones(2)\n", False),
+        ('"""Runs on the GPU with .cuda()."""\nimport torch\n# model.cuda()\nx = torch.ones(2)\n', False),
+        ("from torch.cuda import amp\n", True),
+        ("x = x.to(y)\n", True),
+        ("x = x.npu()\n", True),
+        ("m = torch.hub.load('owner/repo', 'model')\n", True),
+        ("print('cuda:0')\n", True),
+        ("def f(local_gpu_id):\n    pass\n", True),
+        ("inputs = json.dumps(samples)\nprint('see github.com')\n", False),
+        ("model = AutoModel.from_pretrained(name, load_in_8bit=True)\n", True),
+    ],
+)
+def test_mentions_accelerator_reads_the_code_not_its_comments_or_docstrings(source, expected):
+    assert SemanticModel(ast.parse(source), source).mentions_accelerator is expected

@@ -17,6 +17,7 @@ from gpulint.engine.test_modules import is_test_module
 from gpulint.semantic.backward import backpropagated_functions
 from gpulint.semantic.evaluation import EvaluationFacts, ScopeFacts
 from gpulint.semantic.model import Function, SemanticModel
+from gpulint.semantic.survey import ast_dotted_name
 from gpulint.semantic.torch_api import FORWARD_METHODS, MODULE_METHODS
 
 OUTPUTS_LEAVE = "a value computed from the forward pass leaves the function, and a caller may backpropagate it"
@@ -30,6 +31,8 @@ Candidate = Tuple[ScopeFacts, List[ast.Call], Optional[ast.stmt]]
 """A scope's forward calls with gradients on, and the evaluation loop they are in where the scope
 trains (None: the scope itself is the candidate)."""
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
+GRAD_SWITCHES = frozenset({"requires_grad_", "enable_grad", "set_grad_enabled"})
+"""Calls that switch gradients on inside an evaluation loop (a saliency map, an adversarial input)."""
 
 NOTEBOOK_CELL = "# gpulint-cell "
 """The line that starts each cell in a notebook's Python text: a file with one may be a notebook."""
@@ -64,17 +67,15 @@ class InferenceWithoutNoGrad(Rule):
     @staticmethod
     def candidates(model: SemanticModel, program: bool = False) -> List[Candidate]:
         """Each function (or the module-level code) that runs a model in evaluation mode with
-        gradients on, with those forward calls: not in a module that never puts anything on an
-        accelerator (its graph takes host memory, not the GPU's), not where the code also trains (``backward``, an
+        gradients on, with those forward calls: not where the code also trains (``backward``, an
         optimizer ``step``), nor in a function whose result a backward pass may start from, nor in
         a model's own ``forward`` (what its callers may backpropagate), nor in a function that
-        always runs with gradients off, nor on a frozen model. In an inference-only program
-        (``program``: a notebook, or a file with an ``if __name__ == "__main__":`` block; nothing
-        in the file trains, and it loads weights), a model the code binds and calls in a loop
-        without ever setting its mode counts too, outside classes. In code that trains, an
-        evaluation loop counts on its own (:func:`_evaluation_loops`)."""
-        if not model.mentions_accelerator:
-            return []
+        always runs with gradients off, nor on a frozen model, nor on a model the module builds in
+        a module that never puts anything on an accelerator (its graph takes host memory, not the
+        GPU's). In an inference-only program (``program``: a notebook, or a file with an
+        ``if __name__ == "__main__":`` block; nothing in the file trains, and it loads weights), a
+        model the code binds and calls in a loop without ever setting its mode counts too, outside
+        classes. In code that trains, an evaluation loop counts on its own (:func:`_evaluation_loops`)."""
         inference_only = (program or model.has_main_guard) and model.loads_weights and not model.trains
         if not inference_only and not any(
             call.func.attr == "eval" or call.args for call in model.method_calls("eval", "train")
@@ -84,25 +85,21 @@ class InferenceWithoutNoGrad(Rule):
         facts = model.derived(EvaluationFacts)
         found: List[Candidate] = []
         for scope in facts.scopes:
-            if scope.needs_gradients:
-                if scope.function is None or not (
-                    scope.function in model.runs_without_grad or _forward_of_a_model(model, scope.function)
-                    or scope.function in model.derived(backpropagated_functions)
-                ):
-                    calls = [call for call in scope.forward_calls if facts.model_place(call) not in facts.frozen]
-                    found.extend((scope, loop_calls, loop) for loop, loop_calls in _evaluation_loops(model, scope, calls))
-                continue
             forward = scope.forward_calls
             program_calls = [call for call in scope.default_mode_calls if model.in_loop(call)] if (
-                inference_only and (scope.function is None or scope.function.owner is None)
+                inference_only and not scope.needs_gradients and (scope.function is None or scope.function.owner is None)
             ) else []
             if program_calls:
                 forward = sorted([*forward, *program_calls], key=lambda call: (call.lineno, call.col_offset))
-            calls = [call for call in forward if facts.model_place(call) not in facts.frozen]
-            if calls and not (scope.function is not None and (
+            calls = [call for call in forward if _builds_a_graph_on_the_gpu(model, facts, call)]
+            if not calls or (scope.function is not None and (
                 scope.function in model.runs_without_grad or _forward_of_a_model(model, scope.function)
                 or scope.function in model.derived(backpropagated_functions)
             )):
+                continue
+            if scope.needs_gradients:
+                found.extend((scope, loop_calls, loop) for loop, loop_calls in _evaluation_loops(model, scope, calls))
+            else:
                 found.append((scope, calls, None))
         return found
 
@@ -216,6 +213,8 @@ class InferenceWithoutNoGrad(Rule):
             node = self.get_metadata(ParentNodeProvider, node, None)
         if not isinstance(loop, (cst.For, cst.While)):
             return NoFix("the evaluation loop could not be found")
+        if _suspends(loop):
+            return NoFix("the loop yields or awaits, and grad mode would stay off in whatever runs meanwhile")
         wrapped = cst.With(
             items=[cst.WithItem(item=cst.parse_expression(self._grad_off_call()))],
             body=cst.IndentedBlock(body=[loop.with_changes(leading_lines=[])]),
@@ -260,13 +259,25 @@ class InferenceWithoutNoGrad(Rule):
         return self.make_fix(Applicability.UNSAFE, [self.replacement_edit(module, new_module), import_edit], note=MODULE_WRAP)
 
 
+def _builds_a_graph_on_the_gpu(model: SemanticModel, facts: EvaluationFacts, call: ast.Call) -> bool:
+    """Whether a forward call may build a graph in GPU memory: not of a frozen model, nor of a model
+    the module itself binds (:meth:`SemanticModel.bound_here`: not ``self``'s part, nor a parameter
+    that callers elsewhere may fill with a model they moved) in a module that never puts anything on
+    an accelerator."""
+    place = facts.model_place(call)
+    if place in facts.frozen:
+        return False
+    return place is None or model.mentions_accelerator or not model.bound_here(place)
+
+
 def _evaluation_loops(model: SemanticModel, scope: ScopeFacts, calls: List[ast.Call]) -> List[Tuple[ast.stmt, List[ast.Call]]]:
     """In a scope that trains, the evaluation loops: the outermost loop around forward calls of a
-    model in evaluation mode, when nothing in it trains and every call that does (``backward``, an
-    optimizer ``step``, ``autograd.grad``) comes before it in the scope. A test loop after the
-    training loop of a notebook or script; not a validation loop inside the training loop, nor a
-    loop whose outputs a later backward pass may use."""
-    training = [site.node for site in model.call_sites if model.needs_gradients(site.node) and model.scope_of(site.node) is scope.node]
+    model in evaluation mode, when every call of the scope that trains (``backward``, an optimizer
+    ``step``, ``autograd.grad``) comes before it, and nothing in it may train: no call of a function
+    of the module that trains, none that is handed one of the loop's models (``train_one_epoch(model,
+    loader)``, ``fgsm(model, x, y)``), no ``requires_grad_``, ``enable_grad`` or
+    ``set_grad_enabled``. A test loop after the training loop of a notebook or script; not a
+    validation loop inside the training loop, nor a loop whose outputs a later backward pass may use."""
     loops: Dict[int, Tuple[ast.stmt, List[ast.Call]]] = {}
     for call in calls:
         outermost: Optional[ast.stmt] = None
@@ -275,10 +286,33 @@ def _evaluation_loops(model: SemanticModel, scope: ScopeFacts, calls: List[ast.C
             if isinstance(node, LOOPS):
                 outermost = node
             node = model.parent(node)
-        if outermost is None or any(_position(step) >= _position(outermost) for step in training):
+        if outermost is not None:
+            loops.setdefault(id(outermost), (outermost, []))[1].append(call)
+    if not loops:
+        return []
+    training = [site.node for site in model.call_sites if site.caller is scope.function and model.needs_gradients(site.node)]
+    return [
+        (loop, loop_calls) for loop, loop_calls in loops.values()
+        if not any(_position(step) >= _position(loop) for step in training) and not _may_train_inside(model, loop, loop_calls)
+    ]
+
+
+def _may_train_inside(model: SemanticModel, loop: ast.stmt, forward: List[ast.Call]) -> bool:
+    """Whether something in ``loop`` may need gradients: a call of a function of the module that
+    trains, a call handed a model the loop calls, or a switch of gradients on."""
+    models = {ast_dotted_name(call.func.value if isinstance(call.func, ast.Attribute) and call.func.attr in FORWARD_METHODS else call.func) for call in forward}
+    for node in ast.walk(loop):
+        if not isinstance(node, ast.Call):
             continue
-        loops.setdefault(id(outermost), (outermost, []))[1].append(call)
-    return list(loops.values())
+        site = model.site_of.get(id(node))
+        if site is not None and site.callee in model.training_functions:
+            return True
+        if any(ast_dotted_name(argument) in models for argument in [*node.args, *(keyword.value for keyword in node.keywords)]):
+            return True
+        name = (ast_dotted_name(node.func) or "").rpartition(".")[2]
+        if name in GRAD_SWITCHES:
+            return True
+    return False
 
 
 def _position(node: ast.AST) -> Tuple[int, int]:
@@ -301,6 +335,30 @@ def _may_train(function: cst.FunctionDef, models: Set[str], forward: Set[int]) -
                 found.append(node)
 
     function.body.visit(Calls())
+    return bool(found)
+
+
+def _suspends(loop: Union[cst.For, cst.While]) -> bool:
+    """An ``async for`` or a loop that yields or awaits: a grad-off block around it would stay in
+    force in the code that runs while it is suspended."""
+    if isinstance(loop, cst.For) and loop.asynchronous is not None:
+        return True
+    found: List[cst.CSTNode] = []
+
+    class Suspensions(cst.CSTVisitor):
+        def visit_Yield(self, node: cst.Yield) -> None:
+            found.append(node)
+
+        def visit_Await(self, node: cst.Await) -> None:
+            found.append(node)
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return False
+
+        def visit_Lambda(self, node: cst.Lambda) -> bool:
+            return False
+
+    loop.visit(Suspensions())
     return bool(found)
 
 

@@ -16,7 +16,7 @@ import builtins
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple, TypeVar, Union, cast
+from typing import Callable, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, TypeVar, Union, cast
 
 from gpulint.semantic import torch_api
 from gpulint.semantic.scopes import FUNCTIONS, Binding, Scope, build_scopes
@@ -589,25 +589,91 @@ class SemanticModel(Survey):
         return False
 
     @cached_property
-    def mentions_accelerator(self) -> bool:
-        """Whether the module's code (not its comments or docstrings) spells a way to put anything on
-        an accelerator: a ``.to`` attribute, or a name, attribute, keyword, import or string with one of
-        :data:`~gpulint.semantic.torch_api.ACCELERATOR_WORDS` in it. Where it spells none, its models
-        run on the CPU."""
-        attributes = {node.attr for node in self.nodes(ast.Attribute)}
-        if "to" in attributes:
-            return True
+    def _spelt(self) -> str:
+        """What the module's code (not its comments or docstrings) spells, in lower case: names,
+        attributes, parameters, keywords, imports (modules and names) and strings."""
         spelt = [
-            *attributes, *(node.id for node in self.nodes(ast.Name)), *(node.arg for node in self.nodes(ast.arg)),
-            *(node.arg or "" for node in self.nodes(ast.keyword)),
+            *(node.attr for node in self.nodes(ast.Attribute)), *(node.id for node in self.nodes(ast.Name)),
+            *(node.arg for node in self.nodes(ast.arg)), *(node.arg or "" for node in self.nodes(ast.keyword)),
             *(part or "" for node in self.nodes(ast.alias) for part in (node.name, node.asname)),
+            *(node.module or "" for node in self.nodes(ast.ImportFrom)),
             *(
                 node.value for node in self.nodes(ast.Constant)
                 if isinstance(node.value, str) and not isinstance(self.parent(node), ast.Expr)
             ),
         ]
-        text = "\n".join(spelt).lower()
-        return any(word in text for word in torch_api.ACCELERATOR_WORDS)
+        return "\n".join(spelt).lower()
+
+    def spells(self, words: Iterable[str]) -> bool:
+        """Whether the module's code spells any of ``words`` (lower case) in a name, attribute,
+        keyword, import or string."""
+        return any(word in self._spelt for word in words)
+
+    @cached_property
+    def _spelt_tokens(self) -> FrozenSet[str]:
+        """The parts of what the module's code spells, split at anything but letters and digits."""
+        return frozenset(re.split(r"[^a-z0-9]+", self._spelt))
+
+    @cached_property
+    def mentions_accelerator(self) -> bool:
+        """Whether the module's code spells a way to put anything on an accelerator: a ``.to``
+        attribute, one of :data:`~gpulint.semantic.torch_api.ACCELERATOR_WORDS`, or one of
+        :data:`~gpulint.semantic.torch_api.ACCELERATOR_TOKENS` as a whole part. Where it spells
+        none, the models it builds run on the CPU."""
+        return (
+            any(node.attr == "to" for node in self.nodes(ast.Attribute)) or self.spells(torch_api.ACCELERATOR_WORDS)
+            or bool(self._spelt_tokens & torch_api.ACCELERATOR_TOKENS)
+        )
+
+    def bound_here(self, place: Place) -> bool:
+        """Whether the value at ``place`` is one the module binds itself: not ``self``'s part and not
+        a parameter, unless every call of its function in the module (one at least) passes, at its
+        position, a value bound here (a fixed point over the call graph)."""
+        binding = place.binding
+        if binding.scope.is_class and binding.name == "self":
+            return False
+        return binding.name not in binding.scope.parameters or binding in self._parameters_filled_here
+
+    @cached_property
+    def _parameters_filled_here(self) -> FrozenSet[Binding]:
+        filled: Set[Binding] = set()
+        changed = True
+        while changed:
+            changed = False
+            for function in self.all_functions:
+                for index, name in enumerate(function.positional):
+                    binding = function.scope.resolve(name)
+                    if binding in filled or not function.calls:
+                        continue
+                    if all(self._passes_bound_here(site, index, filled) for site in function.calls):
+                        filled.add(binding)
+                        changed = True
+        return frozenset(filled)
+
+    def _passes_bound_here(self, site: CallSite, index: int, filled: Set[Binding]) -> bool:
+        argument = next((value for position, value in self.positional_arguments(site) if position == index), None)
+        place = self.place(argument) if argument is not None else None
+        if place is None:
+            return False
+        binding = place.binding
+        if binding.scope.is_class and binding.name == "self":
+            return False
+        return binding.name not in binding.scope.parameters or binding in filled
+
+    @cached_property
+    def training_functions(self) -> FrozenSet[Function]:
+        """Functions of the module that train: their body calls ``backward``, an optimizer ``step`` or
+        ``torch.autograd.grad``, or a function of the module that trains (a fixed point over the call
+        graph)."""
+        found = {site.caller for site in self.call_sites if site.caller is not None and self.needs_gradients(site.node)}
+        changed = True
+        while changed:
+            changed = False
+            for site in self.call_sites:
+                if site.caller is not None and site.caller not in found and site.callee in found:
+                    found.add(site.caller)
+                    changed = True
+        return frozenset(found)
 
     @cached_property
     def loads_weights(self) -> bool:
@@ -623,8 +689,13 @@ class SemanticModel(Survey):
         return any(self.needs_gradients(site.node) for site in self.call_sites)
 
     def needs_gradients(self, call: ast.Call) -> bool:
-        """``x.backward()``, ``x.step()``, ``torch.autograd.grad(...)``."""
+        """``x.backward()``, ``x.step()``, ``torch.autograd.grad(...)`` (also imported by name:
+        ``from torch.autograd import grad``)."""
         func = call.func
+        if isinstance(func, ast.Name):
+            return bool(self.qualified_names(func) & torch_api.AUTOGRAD_ENTRY_POINTS) and bool(
+                self.resolved_names(func) & torch_api.AUTOGRAD_ENTRY_POINTS
+            )
         return isinstance(func, ast.Attribute) and (
             func.attr in TRAINING_METHODS or (func.attr == "grad" and self.resolved_names(func) == {"torch.autograd.grad"})
         )

@@ -1,13 +1,18 @@
-"""Loaded modules that the code moves to the GPU at once, whatever device they were saved from.
+"""Loaded modules that a single-GPU program moves to the GPU at once, whatever device they were
+saved from.
 
 ``waveglow = torch.load(path)["model"]`` followed, in the same block, by ``waveglow.cuda().eval()``
-(or ``waveglow = waveglow.cuda()``) ends with the module on the current GPU wherever its tensors
-were loaded, and the ``.cuda()`` needs a GPU anyway: ``map_location`` changes nothing but the route.
-The statements in between may only rebind the name from a call on it
-(``waveglow = waveglow.remove_weightnorm(waveglow)``) or not mention it at all; any other use, any
-compound statement or jump (the move may not run, or runs in a branch), or the end of the block
-first, and nothing is decided. A discarded ``x.cuda()`` moves nothing unless ``x`` is a module, so
-that form counts only when the chain also calls a method only modules have (``.eval()``).
+(or ``waveglow = waveglow.cuda()``) ends with the module on the GPU wherever its tensors were
+loaded, and the ``.cuda()`` needs a GPU anyway: in a program with one GPU, ``map_location`` changes
+nothing but the route (a checkpoint saved from another GPU index would not load, which rank-0 saves
+avoid). Not in code that runs on several GPUs (it spells ``local_rank``, ``torch.distributed``,
+``set_device``, ``DistributedDataParallel``...): there every process would load onto the GPU the
+file was saved from, not its own. The statements in between may only rebind the name from a call
+on it (``waveglow = waveglow.remove_weightnorm(waveglow)``) or not mention it at all; any other use,
+a compound statement, a jump or a ``yield``/``await`` (the move may not run, or runs in a branch),
+or the end of the block first, and nothing is decided. A discarded ``x.cuda()`` moves nothing unless
+``x`` is a module, so that form counts only when the chain also calls a method only modules have
+(``.eval()``).
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import ast
 from typing import List, Optional
 
 from gpulint.semantic.model import SemanticModel
-from gpulint.semantic.torch_api import MODULE_ONLY_METHODS
+from gpulint.semantic.torch_api import MODULE_ONLY_METHODS, MULTI_DEVICE_WORDS
 
 BLOCKS = ("body", "orelse", "finalbody")
 SIMPLE_STATEMENTS = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Import, ast.ImportFrom, ast.Assert, ast.Pass)
@@ -35,10 +40,12 @@ def moved_to_gpu_at_once(model: SemanticModel, call: ast.Call) -> bool:
     if not isinstance(target, ast.Name):
         return False
     block = _block_of(model, parent)
-    if block is None:
+    if block is None or model.spells(MULTI_DEVICE_WORDS):
         return False
     for statement in block[block.index(parent) + 1:]:
-        if not isinstance(statement, SIMPLE_STATEMENTS):
+        if not isinstance(statement, SIMPLE_STATEMENTS) or any(
+            isinstance(node, (ast.Yield, ast.YieldFrom, ast.Await)) for node in ast.walk(statement)
+        ):
             return False
         if not any(isinstance(node, ast.Name) and node.id == target.id for node in ast.walk(statement)):
             continue

@@ -41,13 +41,27 @@ AUTOGRAD_ENTRY_POINTS = frozenset({"torch.autograd.grad", "torch.autograd.backwa
 """The functions that backpropagate besides ``Tensor.backward``: GPU005 reads a loop that calls one
 as a training loop."""
 
-ACCELERATOR_WORDS = ("cuda", "device", "gpu", "mps", "xpu", "accelerat", "fabric", "parallel", "load_in_")
-"""Words, in lower case, that a name, attribute, keyword or string of the code spells wherever it
-puts a model or tensor on an accelerator — ``.cuda()``, ``device=``/``device_map=``,
-``torch.set_default_device``, ``DataParallel`` and ``DistributedDataParallel``, Accelerate's
-``Accelerator``, Lightning's ``Fabric``, ``load_in_8bit``, an ``args.gpu`` option — besides a
-``.to(...)`` call. A module that spells none of them and calls no ``.to`` runs its models where they
-are built, on the CPU (GPU004 reads it)."""
+ACCELERATOR_WORDS = ("cuda", "gpu", "device", "accelerat", "fabric", "parallel", "deepspeed")
+"""Words, in lower case, that a name, attribute, keyword, import or string of the code contains
+wherever it puts a model or tensor on an accelerator — ``.cuda()``, ``torch.cuda.amp``,
+``device=``/``device_map=``, ``torch.set_default_device``, ``DataParallel`` and
+``DistributedDataParallel``, Accelerate's ``Accelerator``, Lightning's ``Fabric``, DeepSpeed, an
+``args.gpu`` option. GPU004 reads a module that spells none of them, nor one of
+:data:`ACCELERATOR_TOKENS`, and calls no ``.to``, as running the models it builds on the CPU."""
+
+ACCELERATOR_TOKENS = frozenset({"mps", "xpu", "npu", "hub", "8bit", "4bit"})
+"""Shorter words that count only as a whole part of a name or string (split at anything but letters
+and digits, so ``inputs`` and ``dumps`` do not count): Apple's ``mps``, Intel's ``xpu``, Ascend's
+``.npu()``, ``torch.hub`` (hub models pick a device themselves), ``load_in_8bit``."""
+
+MULTI_DEVICE_WORDS = (
+    "rank", "distributed", "set_device", "parallel", "world_size", "device_ids", "ddp", "accelerat", "fabric",
+    "deepspeed",
+)
+"""Words, in lower case, that code running on several GPUs spells (``local_rank``,
+``torch.distributed``, ``torch.cuda.set_device``, ``DistributedDataParallel``...): there, a tensor
+loaded onto the GPU it was saved from is not on the process's own (``semantic.moved_at_once``
+reads them)."""
 
 GRAD_OFF = frozenset({
     "torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.inference_mode",
