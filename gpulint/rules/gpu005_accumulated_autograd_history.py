@@ -16,7 +16,7 @@ from gpulint.analysis.tensors import dotted_name, subexpressions
 from gpulint.engine.diagnostics import Applicability, FixOutcome, NoFix
 from gpulint.engine.rule import FixAvailability, Rule
 from gpulint.semantic.backward import backpropagated_functions
-from gpulint.semantic.history import AutogradHistory
+from gpulint.semantic.history import AutogradHistory, only_detached
 from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.survey import Survey, argument_values, ast_dotted_name
 from gpulint.semantic.torch_api import AUTOGRAD_ENTRY_POINTS, is_torch_tensor_function
@@ -202,14 +202,26 @@ class AccumulatedAutogradHistory(Rule):
         if _detached(call) or analysis.tensors.releases(call):
             return False
         func = call.func
-        if analysis.tensors.is_module(func) or dotted_name(func) in analysis.criteria:
-            return True
         if analysis.calls_helper_output(call) and self._helper_may_keep_gradients(call):
             return True
+        if isinstance(func, cst.Attribute) and func.attr.value == "forward" and analysis.tensors.is_module(func.value):
+            return True
         names = self._names(func)
-        return any(q.startswith("torch.nn.functional.") for q in names) or (
-            isinstance(func, cst.Attribute) and func.attr.value == "forward" and analysis.tensors.is_module(func.value)
-        ) or any(is_torch_tensor_function(q) and q.endswith("_loss") for q in names)
+        if dotted_name(func) in analysis.criteria or any(
+            q.startswith("torch.nn.functional.") or (is_torch_tensor_function(q) and q.endswith("_loss")) for q in names
+        ):
+            return not self._given_only_detached(call)
+        return analysis.tensors.is_module(func)
+
+    def _given_only_detached(self, call: cst.Call) -> bool:
+        """A criterion or functional call given only detached values (by the model's reading of the
+        same call: :func:`~gpulint.semantic.history.only_detached`)."""
+        model = self.context.model
+        code_range = self.get_metadata(PositionProvider, call, None)
+        if model is None or code_range is None:
+            return False
+        found = model.call_at((code_range.start.line, code_range.start.column, code_range.end.line, code_range.end.column))
+        return found is not None and only_detached(found)
 
     def _helper_may_keep_gradients(self, call: cst.Call) -> bool:
         """Whether the function ``call`` calls may run with gradients on (its output then carries history)."""

@@ -3,12 +3,11 @@ never switches back on, anywhere in the module.
 
 Freezing is spelt ``model.requires_grad_(False)`` (also at the end of a chain that returns the
 module: ``G = copy.deepcopy(net).eval().requires_grad_(False).to(device)`` freezes ``G``), or
-``for p in model.parameters(): p.requires_grad = False`` (``p.requires_grad_(False)``) with the
-switch directly in the loop's body. A model any of whose parts (or owners) the code switches back
-on (``requires_grad_()``, ``requires_grad_(True)``, a loop over ``parameters()`` or
-``named_parameters()`` switching any on) or replaces by what a call returns (a new head) is not
-frozen. A
-parameter is frozen where every call of its function in the module passes a frozen model (a
+``for p in model.parameters(): p.requires_grad = False`` (``p.requires_grad_(False)``, or a loop
+over ``named_parameters()``) with the switch directly in the loop's body. A model any of whose parts
+(or owners) the code switches back on (``requires_grad_()``, ``requires_grad_(True)``, a loop over
+``parameters()`` or ``named_parameters()`` switching any on) or replaces by what a call returns (a
+new head) is not frozen. A parameter is frozen where every call of its function in the module passes a frozen model (a
 fixed point over the call graph), as :mod:`gpulint.semantic.evaluation` does for evaluation mode.
 
 A frozen model builds no autograd graph of its own: calling it with gradients on costs nothing
@@ -103,9 +102,10 @@ def _module_of(node: ast.expr) -> Optional[ast.expr]:
 
 def _parameter_loop(model: SemanticModel, loop: ast.For) -> Optional[Tuple[Place, bool]]:
     """A loop over a model's parameters that switches their gradients: (``model``'s place, False)
-    for ``for p in model.parameters(): p.requires_grad = False`` directly in the loop's body, and
-    (place, True) for a loop over ``parameters()`` or ``named_parameters()`` that switches any of
-    them on, under an ``if`` too."""
+    for ``for p in model.parameters(): p.requires_grad = False`` (or ``for k, v in
+    model.named_parameters(): v.requires_grad = False``) directly in the loop's body, and (place,
+    True) for a loop over ``parameters()`` or ``named_parameters()`` that switches any of them on,
+    under an ``if`` too."""
     iterated = loop.iter
     if not (
         isinstance(iterated, ast.Call) and not iterated.args and isinstance(iterated.func, ast.Attribute)
@@ -122,7 +122,7 @@ def _parameter_loop(model: SemanticModel, loop: ast.For) -> Optional[Tuple[Place
     nested = [node for statement in loop.body for node in ast.walk(statement) if isinstance(node, ast.stmt)]
     if any(_switch_of(statement, name) for statement in nested):
         return place, True
-    if iterated.func.attr == "parameters" and any(_switch_of(statement, name) is False for statement in loop.body):
+    if any(_switch_of(statement, name) is False for statement in loop.body):
         return place, False
     return None
 

@@ -19,6 +19,9 @@ from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.survey import argument_values, ast_dotted_name, module_of
 from gpulint.semantic.torch_api import is_loss_module, is_torch_tensor_function
 
+DETACHING_METHODS = frozenset({"detach", "item", "tolist", "numpy"})
+"""Tensor methods whose result carries no autograd history."""
+
 
 def name_bindings(model: SemanticModel) -> Iterator[Tuple[str, ast.expr]]:
     """(name, value) for every plain binding of a name in the module."""
@@ -76,19 +79,24 @@ class AutogradHistory:
         }
 
     def produces(self, call: ast.Call) -> bool:
-        """Whether the call's result may carry autograd history."""
+        """Whether the call's result may carry autograd history. A criterion, a
+        ``torch.nn.functional`` function or a ``*_loss`` function of torch given only detached
+        values (``criterion(pred.detach().cpu(), true.detach().cpu())``) carries none."""
         model = self.model
         func = call.func
-        if ast_dotted_name(func) in model.modules | self.criteria:
+        dotted = ast_dotted_name(func)
+        if dotted in model.modules - self.criteria:
             return True
         if isinstance(func, ast.Attribute) and func.attr == "forward" and ast_dotted_name(func.value) in model.modules:
             return True
         if model.span(func) in self.helper_calls_with_history:
             return True
-        return any(
-            q.startswith("torch.nn.functional.") or (is_torch_tensor_function(q) and q.endswith("_loss"))
-            for q in model.qualified_names(func)
-        )
+        return (
+            dotted in self.criteria or any(
+                q.startswith("torch.nn.functional.") or (is_torch_tensor_function(q) and q.endswith("_loss"))
+                for q in model.qualified_names(func)
+            )
+        ) and not only_detached(call)
 
     def may_carry(self, value: ast.expr) -> bool:
         """Whether ``value`` (a call or a name read in its scope) may carry autograd history."""
@@ -97,6 +105,31 @@ class AutogradHistory:
         return isinstance(value, ast.Name) and (
             value.id in self.backward_names or (value.id, self.model.scope_of(value)) in self.history_names
         )
+
+
+def only_detached(call: ast.Call) -> bool:
+    """Whether every argument of ``call`` (one at least) is a constant or a chain that detaches
+    (``.detach()``, ``.data``, ``.item()``, ``.tolist()``, ``.numpy()``) on its way."""
+    arguments = argument_values(call)
+    return bool(arguments) and all(_detached(argument) for argument in arguments)
+
+
+def _detached(node: ast.expr) -> bool:
+    while True:
+        if isinstance(node, ast.Constant):
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in DETACHING_METHODS:
+                return True
+            node = node.func.value
+        elif isinstance(node, ast.Attribute):
+            if node.attr == "data":
+                return True
+            node = node.value
+        elif isinstance(node, ast.Subscript):
+            node = node.value
+        else:
+            return False
 
 
 def _called_model(model: SemanticModel, call: ast.Call) -> object:

@@ -360,6 +360,14 @@ class SemanticModel(Survey):
         return frozenset(found)
 
     @cached_property
+    def _calls_by_span(self) -> Dict[Tuple[int, int, int, int], ast.Call]:
+        return {self.span(call): call for call in self.calls()}
+
+    def call_at(self, span: Tuple[int, int, int, int]) -> Optional[ast.Call]:
+        """The call at ``span`` (see :meth:`span`), if one is there."""
+        return self._calls_by_span.get(span)
+
+    @cached_property
     def _names_by_span(self) -> Dict[Tuple[int, int, int, int], ast.AST]:
         return {self.span(node): node for node in [*self.nodes(ast.Name), *self.nodes(ast.Attribute)]}
 
