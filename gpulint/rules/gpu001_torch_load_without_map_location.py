@@ -15,10 +15,10 @@ from gpulint.engine.test_modules import is_test_module
 from gpulint.semantic.array_data import ArrayData
 from gpulint.semantic.dead_code import never_runs
 from gpulint.semantic.mapping_use import MappingUse
-from gpulint.semantic.model import SemanticModel
+from gpulint.semantic.model import Function, SemanticModel
 from gpulint.semantic.moved_at_once import moved_to_gpu_at_once
 from gpulint.semantic.read_back import ReadBack, loaded_path
-from gpulint.semantic.survey import ast_full_name, own_nodes
+from gpulint.semantic.survey import ast_dotted_name, ast_full_name, own_nodes
 from gpulint.semantic.torch_api import MAP_LOCATION_SLOT
 
 # The functions flagged are those of MAP_LOCATION_SLOT. ``torch.hub.load_state_dict_from_url`` and
@@ -156,8 +156,11 @@ def _holds_no_device_tensors(model: SemanticModel, call: ast.Call) -> bool:
     """What the call loads was saved without device tensors, as the code shows: a scheduler,
     scaler or RNG state by its name; a file downloaded in the same scope — the load's argument
     is what a download call returned, or a download call fetches it when it is missing
-    (``if not os.path.exists(path): load_file_from_url(...)``, the path by name or as the same
-    string); or a payload a part of which the code uses as a numpy array."""
+    (``if not os.path.exists(path): load_file_from_url(...)``, or in the ``else`` of
+    ``if os.path.exists(path):``, the path by name, attribute chain or as the same string) — or
+    by every caller before the call, for a path read from a parameter (``define_model(args)``
+    loading ``args.model_path``, which ``main`` fetches when missing); or a payload a part of which
+    the code uses as a numpy array."""
     loaded = call.args[0] if call.args else call.keywords[0].value if call.keywords else None
     if loaded is None:
         return False
@@ -167,7 +170,7 @@ def _holds_no_device_tensors(model: SemanticModel, call: ast.Call) -> bool:
         return True
     function = model.innermost_function(call)
     scope: ast.AST = function.node if function is not None else model.tree
-    if _downloaded(model, scope, loaded):
+    if _downloaded(model, scope, loaded) or (function is not None and _downloaded_by_every_caller(model, function, loaded)):
         return True
     return model.derived(ArrayData).is_array_data(call)
 
@@ -206,13 +209,19 @@ def _contains_download(model: SemanticModel, nodes: Iterable[ast.AST]) -> bool:
     return any(_is_download(model, part) for node in nodes for part in ast.walk(node))
 
 
-def _downloaded(model: SemanticModel, scope: ast.AST, loaded: ast.expr) -> bool:
+def _downloaded(
+    model: SemanticModel, scope: ast.AST, loaded: ast.expr, dotted: Optional[str] = None, before: Optional[ast.AST] = None,
+) -> bool:
     """Whether the scope's own code binds the loaded name to what a download call returns or opens
-    (``with open_url(url) as f``), or runs a download under an ``if`` that tests the loaded file:
-    its name, or the string it holds."""
-    name = loaded.id if isinstance(loaded, ast.Name) else None
-    path = _string_value(model, loaded)
+    (``with open_url(url) as f``), or runs a download in a branch of an ``if`` that tests the loaded
+    file: its name or attribute chain (``dotted``, by default the load's own), or the string it
+    holds. With ``before``, only an ``if`` that ends before that node counts."""
+    dotted = dotted if dotted is not None else ast_dotted_name(loaded)
+    name = dotted if dotted is not None and "." not in dotted else None
+    path = _string_value(model, loaded) if before is None else None
     for node in own_nodes(getattr(scope, "body", [])):
+        if before is not None and isinstance(node, ast.stmt) and not _ends_before(node, before):
+            continue
         if name is not None and isinstance(node, ast.Assign) and any(
             isinstance(t, ast.Name) and t.id == name for t in node.targets
         ):
@@ -225,12 +234,40 @@ def _downloaded(model: SemanticModel, scope: ast.AST, loaded: ast.expr) -> bool:
         ):
             return True
         if isinstance(node, ast.If) and any(
-            (isinstance(part, ast.Name) and part.id == name) or (path is not None and _is_string(part, path))
+            (dotted is not None and isinstance(part, (ast.Name, ast.Attribute)) and ast_dotted_name(part) == dotted)
+            or (path is not None and _is_string(part, path))
             for part in ast.walk(node.test)
         ):
-            if _contains_download(model, node.body):
+            if _contains_download(model, node.body) or _contains_download(model, node.orelse):
                 return True
     return False
+
+
+def _downloaded_by_every_caller(model: SemanticModel, function: Function, loaded: ast.expr) -> bool:
+    """Whether the load reads a path given by a parameter (``args.model_path``, ``path``) that
+    every call of the function in the module (one at least) passes from a caller that fetches it
+    when missing before the call (see :func:`_downloaded`)."""
+    dotted = ast_dotted_name(loaded)
+    if dotted is None or not model.call_sites or not function.calls:
+        return False
+    root, _, rest = dotted.partition(".")
+    if root not in function.positional:
+        return False
+    index = function.positional.index(root)
+    for site in function.calls:
+        argument = next((value for position, value in model.positional_arguments(site) if position == index), None)
+        passed = ast_dotted_name(argument) if argument is not None else None
+        if argument is None or passed is None:
+            return False
+        caller_scope: ast.AST = site.caller.node if site.caller is not None else model.tree
+        translated = passed + ("." + rest if rest else "")
+        if not _downloaded(model, caller_scope, argument, dotted=translated, before=site.node):
+            return False
+    return True
+
+
+def _ends_before(statement: ast.stmt, node: ast.AST) -> bool:
+    return (statement.end_lineno or statement.lineno, statement.end_col_offset or 0) <= (node.lineno, node.col_offset)  # type: ignore[attr-defined]
 
 
 def _string_value(model: SemanticModel, loaded: ast.expr) -> Optional[str]:

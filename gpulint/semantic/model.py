@@ -645,7 +645,7 @@ class SemanticModel(Survey):
     @cached_property
     def _parameters_filled_here(self) -> FrozenSet[Binding]:
         filled: Set[Binding] = set()
-        changed = True
+        changed = bool(self.call_sites)
         while changed:
             changed = False
             for function in self.all_functions:
