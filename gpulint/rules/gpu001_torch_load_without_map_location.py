@@ -89,11 +89,20 @@ class TorchLoadWithoutMapLocation(Rule):
         use = MappingUse(model, path)
         if use.only_as_mapping(call):
             return cls.make_fix(Applicability.SAFE, [edit])
+        if isinstance(model.parent(call), ast.Return):
+            return NoFix(RETURNED_WHOLE)
         if use.importable is not None:
             note = f"`{use.importable}` is bound at module level, where another module may import it and use it on the GPU"
         else:
             note = "the loaded value is used other than as a state dict, so the device its tensors are on may matter"
         return cls.make_fix(Applicability.UNSAFE, [edit], note=note)
+
+
+RETURNED_WHOLE = (
+    "the loaded object is returned whole: where its tensors must be is up to callers gpulint does not "
+    "read (a whole model restored onto the GPU would meet GPU inputs)"
+)
+"""Why there is no fix for ``return torch.load(path)``."""
 
 
 def _call_edit(model: SemanticModel, call: ast.Call, change: Callable[[cst.Call], cst.Call]) -> Optional[Edit]:
