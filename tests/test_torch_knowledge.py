@@ -208,6 +208,10 @@ def test_module_only_methods_are_module_methods_tensors_lack():
     assert sorted(m for m in torch_api.MODULE_ONLY_METHODS if _tensor_has(m) or not _module_has(m)) == []
 
 
+def test_layout_methods_are_tensor_methods():
+    assert sorted(m for m in torch_api.LAYOUT_METHODS if not _tensor_has(m)) == []
+
+
 def test_weight_attributes_are_a_layers_parameters():
     layer = nn.Linear(1, 1)
     assert all(isinstance(getattr(layer, name), nn.Parameter) for name in torch_api.WEIGHT_ATTRIBUTES)

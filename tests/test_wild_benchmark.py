@@ -30,7 +30,7 @@ def scheduler_state(path, scheduler):
 
 
 def reload_whole(path):
-    return torch.load(path)
+    return torch.load(path).eval()
 '''
 
 

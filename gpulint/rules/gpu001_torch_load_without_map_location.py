@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Callable, Iterable, List, Mapping, Optional, Set, Tuple
+from typing import Callable, Iterable, Iterator, List, Mapping, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -179,7 +179,7 @@ def _holds_no_device_tensors(model: SemanticModel, call: ast.Call) -> bool:
         return True
     function = model.innermost_function(call)
     scope: ast.AST = function.node if function is not None else model.tree
-    if _downloaded(model, scope, loaded) or (function is not None and _downloaded_by_every_caller(model, function, loaded)):
+    if _downloaded(model, scope, loaded, call) or (function is not None and _downloaded_by_every_caller(model, function, loaded)):
         return True
     return model.derived(ArrayData).is_array_data(call)
 
@@ -218,19 +218,17 @@ def _contains_download(model: SemanticModel, nodes: Iterable[ast.AST]) -> bool:
     return any(_is_download(model, part) for node in nodes for part in ast.walk(node))
 
 
-def _downloaded(
-    model: SemanticModel, scope: ast.AST, loaded: ast.expr, dotted: Optional[str] = None, before: Optional[ast.AST] = None,
-) -> bool:
-    """Whether the scope's own code binds the loaded name to what a download call returns or opens
-    (``with open_url(url) as f``), or runs a download in a branch of an ``if`` that tests the loaded
-    file: its name or attribute chain (``dotted``, by default the load's own), or the string it
-    holds. With ``before``, only an ``if`` that ends before that node counts."""
+def _downloaded(model: SemanticModel, scope: ast.AST, loaded: ast.expr, anchor: ast.AST, dotted: Optional[str] = None) -> bool:
+    """Whether the code that runs before ``anchor`` in ``scope`` (the statements before it in each
+    block around it, and what they contain) binds the loaded name to what a download call returns
+    or opens (``with open_url(url) as f``), or runs a download in a branch of an ``if`` that tests
+    the loaded file: its name or attribute chain (``dotted``, by default the load's own), or the
+    string it holds; or ``anchor`` is in a ``with`` block that opens a download as that name. An
+    ``if`` around ``anchor`` is no such case (the load may be in the branch that does not download)."""
     dotted = dotted if dotted is not None else ast_dotted_name(loaded)
     name = dotted if dotted is not None and "." not in dotted else None
-    path = _string_value(model, loaded) if before is None else None
-    for node in own_nodes(getattr(scope, "body", [])):
-        if before is not None and isinstance(node, ast.stmt) and not _ends_before(node, before):
-            continue
+    path = _string_value(model, loaded)
+    for node in [*_blocks_around(model, scope, anchor), *own_nodes(list(_statements_before(model, scope, anchor)))]:
         if name is not None and isinstance(node, ast.Assign) and any(
             isinstance(t, ast.Name) and t.id == name for t in node.targets
         ):
@@ -252,15 +250,38 @@ def _downloaded(
     return False
 
 
+def _blocks_around(model: SemanticModel, scope: ast.AST, anchor: ast.AST) -> Iterator[ast.AST]:
+    """The ``with`` statements around ``anchor``, up to ``scope`` (``f`` of ``with open_url(url) as f``)."""
+    current = model.parent(anchor)
+    while current is not None and current is not scope:
+        if isinstance(current, (ast.With, ast.AsyncWith)):
+            yield current
+        current = model.parent(current)
+
+
+def _statements_before(model: SemanticModel, scope: ast.AST, anchor: ast.AST) -> Iterator[ast.stmt]:
+    """The statements before ``anchor`` in each block around it, up to ``scope``."""
+    current: Optional[ast.AST] = anchor
+    while current is not None and current is not scope:
+        parent = model.parent(current)
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(parent, field, None)
+            if isinstance(block, list):
+                index = next((i for i, item in enumerate(block) if item is current), None)
+                if index is not None:
+                    yield from block[:index]
+        current = parent
+
+
 def _downloaded_by_every_caller(model: SemanticModel, function: Function, loaded: ast.expr) -> bool:
-    """Whether the load reads a path given by a parameter (``args.model_path``, ``path``) that
-    every call of the function in the module (one at least) passes from a caller that fetches it
-    when missing before the call (see :func:`_downloaded`)."""
+    """Whether the load reads a path given by a parameter (``args.model_path``, ``path``) that the
+    function never rebinds and every call of it in the module (one at least) passes from a caller
+    that fetches it when missing before the call (see :func:`_downloaded`)."""
     dotted = ast_dotted_name(loaded)
     if dotted is None or not model.call_sites or not function.calls:
         return False
     root, _, rest = dotted.partition(".")
-    if root not in function.positional:
+    if root not in function.positional or _rebinds(function, root):
         return False
     index = function.positional.index(root)
     for site in function.calls:
@@ -269,14 +290,19 @@ def _downloaded_by_every_caller(model: SemanticModel, function: Function, loaded
         if argument is None or passed is None:
             return False
         caller_scope: ast.AST = site.caller.node if site.caller is not None else model.tree
-        translated = passed + ("." + rest if rest else "")
-        if not _downloaded(model, caller_scope, argument, dotted=translated, before=site.node):
+        if not _downloaded(model, caller_scope, argument, site.node, dotted=passed + ("." + rest if rest else "")):
             return False
     return True
 
 
-def _ends_before(statement: ast.stmt, node: ast.AST) -> bool:
-    return (statement.end_lineno or statement.lineno, statement.end_col_offset or 0) <= (node.lineno, node.col_offset)  # type: ignore[attr-defined]
+def _rebinds(function: Function, root: str) -> bool:
+    """Whether the function assigns the name ``root`` or an attribute chain on it."""
+    for node in own_nodes(function.node.body):
+        if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            dotted = ast_dotted_name(node)
+            if dotted is not None and (dotted == root or dotted.startswith(root + ".")):
+                return True
+    return False
 
 
 def _string_value(model: SemanticModel, loaded: ast.expr) -> Optional[str]:

@@ -4,7 +4,8 @@ never switches back on, anywhere in the module.
 Freezing is spelt ``model.requires_grad_(False)`` (also at the end of a chain that returns the
 module: ``G = copy.deepcopy(net).eval().requires_grad_(False).to(device)`` freezes ``G``), or
 ``for p in model.parameters(): p.requires_grad = False`` (``p.requires_grad_(False)``, or a loop
-over ``named_parameters()``) with the switch directly in the loop's body. A model any of whose parts
+over ``named_parameters()``) with the switch directly in the loop's body and no ``continue`` or
+``break`` in it (which skip some parameters by name). A model any of whose parts
 (or owners) the code switches back on (``requires_grad_()``, ``requires_grad_(True)``, a loop over
 ``parameters()`` or ``named_parameters()`` switching any on) or replaces by what a call returns (a
 new head) is not frozen. A parameter is frozen where every call of its function in the module passes a frozen model (a
@@ -122,7 +123,9 @@ def _parameter_loop(model: SemanticModel, loop: ast.For) -> Optional[Tuple[Place
     nested = [node for statement in loop.body for node in ast.walk(statement) if isinstance(node, ast.stmt)]
     if any(_switch_of(statement, name) for statement in nested):
         return place, True
-    if any(_switch_of(statement, name) is False for statement in loop.body):
+    if any(_switch_of(statement, name) is False for statement in loop.body) and not any(
+        isinstance(node, (ast.Continue, ast.Break)) for node in nested
+    ):
         return place, False
     return None
 

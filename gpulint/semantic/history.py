@@ -17,7 +17,7 @@ from typing import Iterator, List, Set, Tuple
 from gpulint.semantic.frozen import frozen_models
 from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.survey import argument_values, ast_dotted_name, module_of
-from gpulint.semantic.torch_api import is_loss_module, is_torch_tensor_function
+from gpulint.semantic.torch_api import LAYOUT_METHODS, is_loss_module, is_torch_tensor_function
 
 DETACHING_METHODS = frozenset({"detach", "item", "tolist", "numpy"})
 """Tensor methods whose result carries no autograd history."""
@@ -115,12 +115,20 @@ def only_detached(call: ast.Call) -> bool:
 
 
 def _detached(node: ast.expr) -> bool:
+    """A constant, or a chain that detaches on its way down (``pred.detach().cpu()``) where every
+    method called after the detaching step is given only detached values and none is
+    ``requires_grad_`` (``target.detach().sub(pred)`` and ``x.detach().requires_grad_()`` carry
+    history)."""
     while True:
-        if isinstance(node, ast.Constant):
+        if isinstance(node, ast.Constant) or (isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant)):
             return True
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             if node.func.attr in DETACHING_METHODS:
                 return True
+            if node.func.attr == "requires_grad_" or (
+                node.func.attr not in LAYOUT_METHODS and not all(_detached(argument) for argument in argument_values(node))
+            ):
+                return False
             node = node.func.value
         elif isinstance(node, ast.Attribute):
             if node.attr == "data":

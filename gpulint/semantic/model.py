@@ -62,8 +62,10 @@ class Function:
 
     @property
     def positional(self) -> List[str]:
-        """The parameters a caller fills positionally (``self`` left out of a method)."""
-        return self.scope.positional[1:] if self.receiver is not None else self.scope.positional
+        """The parameters a caller fills positionally (``self`` left out of a method, ``cls`` of a
+        class method)."""
+        class_method = self.owner is not None and any(ast_dotted_name(d) == "classmethod" for d in self.node.decorator_list)
+        return self.scope.positional[1:] if self.receiver is not None or class_method else self.scope.positional
 
 
 @dataclass(eq=False)
@@ -634,11 +636,11 @@ class SemanticModel(Survey):
         )
 
     def bound_here(self, place: Place) -> bool:
-        """Whether the value at ``place`` is one the module binds itself: not ``self``'s part and not
-        a parameter, unless every call of its function in the module (one at least) passes, at its
+        """Whether the value at ``place`` is one the module binds itself: not ``self``'s part, not an
+        import and not a parameter, unless every call of its function in the module (one at least) passes, at its
         position, a value bound here (a fixed point over the call graph)."""
         binding = place.binding
-        if binding.scope.is_class and binding.name == "self":
+        if (binding.scope.is_class and binding.name == "self") or binding in self._imported:
             return False
         return binding.name not in binding.scope.parameters or binding in self._parameters_filled_here
 
@@ -664,7 +666,7 @@ class SemanticModel(Survey):
         if place is None:
             return False
         binding = place.binding
-        if binding.scope.is_class and binding.name == "self":
+        if (binding.scope.is_class and binding.name == "self") or binding in self._imported:
             return False
         return binding.name not in binding.scope.parameters or binding in filled
 

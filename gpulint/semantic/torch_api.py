@@ -137,6 +137,13 @@ DEVICE_KEEPING_TENSOR_METHODS = frozenset({
 """Tensor methods whose result is a tensor on the input's device (reductions, reshapes, casts), most
 of them numpy arrays' methods too: ``semantic.array_data`` follows a value through them."""
 
+LAYOUT_METHODS = frozenset({
+    "view", "reshape", "permute", "transpose", "squeeze", "unsqueeze", "flatten", "contiguous", "to", "cpu",
+    "cuda", "float", "half", "double", "long", "int", "bool", "type",
+})
+"""Tensor methods whose arguments are shapes, dimensions, devices or dtypes: the result carries the
+receiver's autograd history and nothing from the arguments (``semantic.history`` reads them)."""
+
 ARRAY_ONLY_METHODS = frozenset({"astype", "tobytes", "tofile"})
 """Methods of numpy arrays that tensors lack: a value they are called on is no tensor
 (``semantic.array_data`` reads them)."""
