@@ -170,7 +170,7 @@ def _holds_no_device_tensors(model: SemanticModel, call: ast.Call) -> bool:
     by every caller before the call, for a path read from a parameter (``define_model(args)``
     loading ``args.model_path``, which ``main`` fetches when missing); or a payload a part of which
     the code uses as a numpy array."""
-    loaded = call.args[0] if call.args else call.keywords[0].value if call.keywords else None
+    loaded = loaded_path(call)
     if loaded is None:
         return False
     if NON_TENSOR_PAYLOADS & {word.lower() for word in _words_in(loaded)}:
