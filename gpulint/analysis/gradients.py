@@ -92,9 +92,6 @@ def _own_containers(function: cst.FunctionDef, statements: List[cst.CSTNode]) ->
     for statement in statements:
         if isinstance(statement, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
             targets = [t.target for t in statement.targets] if isinstance(statement, cst.Assign) else [statement.target]
-            aliasing = not isinstance(statement, cst.AugAssign) and (
-                statement.value is None or isinstance(statement.value, ALIASING_VALUES)
-            )
             for target in targets:
                 for name, value in _pairs(target, statement.value):
                     aliasing_value = value is None or isinstance(value, ALIASING_VALUES)
