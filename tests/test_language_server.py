@@ -31,9 +31,22 @@ async def client(lsp_client: LanguageClient):
     await lsp_client.shutdown_session()
 
 
-async def published(client: LanguageClient, uri: str) -> Sequence[types.Diagnostic]:
-    """The diagnostics the server publishes next for ``uri`` (after ``client.diagnostics`` was cleared)."""
-    deadline = asyncio.get_running_loop().time() + SETTLE_SECONDS
+DEBOUNCE = 2.0
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=[sys.executable, "-m", "gpulint", "server"]))
+async def debounced_client(lsp_client: LanguageClient):
+    await lsp_client.initialize_session(types.InitializeParams(
+        capabilities=types.ClientCapabilities(), initialization_options={"debounce": DEBOUNCE},
+    ))
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def published(client: LanguageClient, uri: str, within: float = SETTLE_SECONDS) -> Sequence[types.Diagnostic]:
+    """The diagnostics the server publishes next for ``uri`` (after ``client.diagnostics`` was
+    cleared), within ``within`` seconds."""
+    deadline = asyncio.get_running_loop().time() + within
     while uri not in client.diagnostics:
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError(f"no diagnostics published for {uri}")
@@ -105,6 +118,28 @@ async def test_change_is_checked_again(client: LanguageClient, tmp_path: Path):
         content_changes=[types.TextDocumentContentChangeWholeDocument(text=LOADS + 'again = torch.load("b.pt")\n')],
     ))
     assert [d.range.start.line for d in await published(client, uri)] == [2, 3]
+
+
+def change(client: LanguageClient, uri: str, version: int, text: str) -> None:
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
+    ))
+
+
+async def test_a_change_after_a_pause_is_checked_at_once_and_quick_changes_once(debounced_client: LanguageClient, tmp_path: Path):
+    client = debounced_client
+    uri = open_file(client, tmp_path / "train.py", LOADS)
+    assert len(await published(client, uri)) == 1
+    await asyncio.sleep(DEBOUNCE * 1.1)
+    change(client, uri, 2, LOADS + 'a = torch.load("a.pt")\n')
+    assert len(await published(client, uri, within=DEBOUNCE * 0.75)) == 2  # not kept waiting for the debounce
+    change(client, uri, 3, LOADS + 'a = torch.load("a.pt")\nb = torch.load("b.pt")\n')
+    await asyncio.sleep(DEBOUNCE * 0.25)
+    change(client, uri, 4, LOADS + 'a = torch.load("a.pt")\nb = torch.load("b.pt")\nc = torch.load("c.pt")\n')
+    assert len(await published(client, uri)) == 4  # versions 3 and 4 checked once, on the last text
+    await asyncio.sleep(DEBOUNCE * 1.5)
+    assert uri not in client.diagnostics
 
 
 async def test_safe_fix_noqa_and_fix_all_apply(client: LanguageClient, tmp_path: Path):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import math
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
@@ -37,8 +38,11 @@ SOURCE = "gpulint"
 FIX_ALL = f"{types.CodeActionKind.SourceFixAll.value}.{SOURCE}"
 RULE_PAGE = "https://github.com/gpulint/gpulint/blob/main/rules/{code}.md"
 DEBOUNCE_SECONDS = 0.03
-"""How long the server waits after a change for the next one before checking: changes a client
-sends together (a paste, a multi-cursor edit) are checked once."""
+"""The debounce: a change that follows the document's previous change by less than this waits
+this long for the next one before it is checked, so that changes a client sends in quick
+succession (typing, a paste sent as several changes) are checked once; a change after a longer
+pause is checked at once (in the next turn of the event loop, with any change that arrived
+together with it)."""
 TIME_BUDGET_SECONDS = 5.0
 """How long one check may take before the document is given up until its next change."""
 MAX_CHARACTERS = 2_000_000
@@ -66,6 +70,8 @@ class GpulintServer(LanguageServer):
         )
         self.settings = SettingsCache(Path.cwd())
         self.pending: Dict[str, asyncio.TimerHandle] = {}
+        self.last_change: Dict[str, float] = {}
+        """When each document (file or notebook, by URI) last changed, on the event loop's clock."""
         self.findings: Dict[str, List[Finding]] = {}
         """The last findings of each open document (file or notebook), by its URI."""
         self.checked: Dict[str, Tuple[Tuple[str, Optional[int]], ...]] = {}
@@ -115,12 +121,17 @@ class GpulintServer(LanguageServer):
     # Checking and publishing.
 
     def schedule(self, uri: str) -> None:
-        """Check the document of ``uri`` once changes pause."""
+        """Check the document of ``uri`` after a change: at once after a pause, else once changes
+        pause (see ``DEBOUNCE_SECONDS``)."""
         owner = self.owner(uri)
         previous = self.pending.pop(owner, None)
         if previous is not None:
             previous.cancel()
-        self.pending[owner] = asyncio.get_running_loop().call_later(self.debounce, self.check_and_publish, owner)
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        after_pause = now - self.last_change.get(owner, -math.inf) >= self.debounce
+        self.last_change[owner] = now
+        self.pending[owner] = loop.call_later(0 if after_pause else self.debounce, self.check_and_publish, owner)
 
     def check_and_publish(self, uri: str) -> None:
         self.pending.pop(uri, None)
@@ -170,6 +181,7 @@ class GpulintServer(LanguageServer):
         own URI, or its cells') displays."""
         self.findings.pop(uri, None)
         self.checked.pop(uri, None)
+        self.last_change.pop(uri, None)
         pending = self.pending.pop(uri, None)
         if pending is not None:
             pending.cancel()
