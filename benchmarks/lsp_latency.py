@@ -15,12 +15,13 @@ import asyncio
 import json
 import os
 import platform
+import re
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import List
+from typing import Callable, Dict, List
 
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
@@ -108,7 +109,31 @@ def training_script(lines: int) -> str:
     return "".join(parts) + FOOTER
 
 
-async def measure(script: Path, changes: int, warmup: int) -> List[float]:
+EDITS = ("comment", "code", "new line")
+"""The edits made in turn, each at another line of the script, each on the text the last one left:
+a comment appended to a line, a number in a line changed, a statement inserted as a new line."""
+STATEMENT = re.compile(r"^(\s*)(?!(?:else|elif|except|finally|case)\b)[a-z_][\w.]*[ (=.\[]")
+NUMBER = re.compile(r"\d+(?=\D*$)")
+
+
+def edit(lines: List[str], kind: str, version: int) -> List[str]:
+    """``lines`` after the edit ``kind`` at a line chosen by ``version`` (spread over the script)."""
+    def chosen(fits: Callable[[str], bool]) -> int:
+        start = version * 7919 % len(lines)
+        return next(index % len(lines) for index in range(start, start + len(lines)) if fits(lines[index % len(lines)]))
+
+    if kind == "comment":
+        at = chosen(lambda line: STATEMENT.match(line) is not None and "#" not in line and line.endswith("\n"))
+        return lines[:at] + [lines[at][:-1] + f"  # edit {version}\n"] + lines[at + 1:]
+    if kind == "code":
+        at = chosen(lambda line: STATEMENT.match(line) is not None and NUMBER.search(line) is not None)
+        return lines[:at] + [NUMBER.sub(str(version), lines[at])] + lines[at + 1:]
+    at = chosen(lambda line: STATEMENT.match(line) is not None)
+    indent = STATEMENT.match(lines[at]).group(1)  # type: ignore[union-attr]
+    return lines[:at] + [f'{indent}print("edit {version}")\n'] + lines[at:]
+
+
+async def measure(script: Path, changes: int, warmup: int) -> Dict[str, List[float]]:
     client = LanguageClient("gpulint-latency", "1")
     arrivals: List[float] = []
 
@@ -135,19 +160,18 @@ async def measure(script: Path, changes: int, warmup: int) -> List[float]:
     ))
     await next_arrival(1)
     lines = text.splitlines(keepends=True)
-    line = len(lines) // 2
-    samples = []
+    samples: Dict[str, List[float]] = {kind: [] for kind in EDITS}
     for version in range(2, 2 + warmup + changes):
-        new_suffix = f"  # edit {version}"
-        edited = lines[:line] + [lines[line].rstrip("\n") + new_suffix + "\n"] + lines[line + 1:]
+        kind = EDITS[version % len(EDITS)]
+        lines = edit(lines, kind, version)
         started = time.perf_counter()
         client.text_document_did_change(types.DidChangeTextDocumentParams(
             text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-            content_changes=[types.TextDocumentContentChangeWholeDocument(text="".join(edited))],
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text="".join(lines))],
         ))
         finished = await next_arrival(version)
         if version >= 2 + warmup:
-            samples.append(finished - started)
+            samples[kind].append(finished - started)
     await client.shutdown_async(None)
     client.exit(None)
     await client.stop()
@@ -166,11 +190,14 @@ def main() -> int:
         script = Path(folder) / "train.py"
         script.write_text(args.script.read_text() if args.script else training_script(args.lines))
         line_count = script.read_text().count("\n")
-        samples = asyncio.run(measure(script, args.changes, args.warmup))
+        by_kind = asyncio.run(measure(script, args.changes, args.warmup))
+    samples = [sample for kind in EDITS for sample in by_kind[kind]]
     ordered = sorted(samples)
     median = statistics.median(ordered)
     p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
     print(f"{line_count} lines, {len(samples)} changes: median {median * 1000:.0f} ms, 95th percentile {p95 * 1000:.0f} ms")
+    for kind in EDITS:
+        print(f"  {kind}: median {statistics.median(by_kind[kind]) * 1000:.0f} ms over {len(by_kind[kind])} changes")
     if args.output:
         args.output.write_text(json.dumps({
             "script": str(args.script) if args.script else f"generated training script ({args.lines} lines)",
@@ -179,6 +206,7 @@ def main() -> int:
             "warmup_changes": args.warmup,
             "median_ms": round(median * 1000, 1),
             "p95_ms": round(p95 * 1000, 1),
+            "median_ms_by_edit": {kind: round(statistics.median(by_kind[kind]) * 1000, 1) for kind in EDITS},
             "machine": {"python": platform.python_version(), "cores": os.cpu_count(), "platform": platform.platform()},
         }, indent=1) + "\n")
     return 0

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 import functools
 import operator
-from typing import List, Mapping, Optional, Sequence, Type
+from typing import Callable, List, Mapping, Optional, Sequence, Type
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper
@@ -17,23 +17,18 @@ from gpulint.engine.diagnostics import Diagnostic
 from gpulint.engine.noqa import filter_suppressed
 from gpulint.engine.reach import Reach, closure
 from gpulint.engine.rule import FileContext, Rule
-from gpulint.engine.source import quiet_compile
+from gpulint.engine.reparse import parse as parse_whole
 from gpulint.semantic.model import SemanticModel
 
 
-def python_tree(source: str) -> Optional[ast.Module]:
-    """Python's own (much faster) parse of ``source``, or None where it rejects it."""
-    try:
-        tree = quiet_compile(source, "<gpulint>")
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-    return tree if isinstance(tree, ast.Module) else None
+Parse = Callable[[str], Optional[ast.Module]]
+"""Python's own (much faster than LibCST's) parse of a source text, or None where it rejects it."""
 
 
-def check_syntax(source: str) -> None:
+def check_syntax(source: str, parse: Parse = parse_whole) -> None:
     """Raise ``libcst.ParserSyntaxError`` if ``source`` does not parse, without building a LibCST tree
     where Python's own parser accepts it."""
-    if python_tree(source) is None:
+    if parse(source) is None:
         cst.parse_module(source)
 
 
@@ -43,8 +38,11 @@ def lint_source(
     rules: Sequence[Type[Rule]],
     prefilter: bool = True,
     options: Optional[Mapping[str, object]] = None,
+    parse: Parse = parse_whole,
 ) -> List[Diagnostic]:
     """Diagnostics of ``rules`` on ``source``; raises ``libcst.ParserSyntaxError`` if it does not parse.
+    ``parse`` gives Python's tree of ``source`` (an editor's :class:`~gpulint.engine.reparse.Reparser`
+    reparses only what changed since the previous version).
 
     LibCST is paid for only where a visitor rule can fire: rules whose tokens are absent are dropped
     before parsing, rules that the semantic model rules out before the LibCST parse, rules decided
@@ -55,9 +53,9 @@ def lint_source(
     """
     candidates = [rule for rule in rules if not prefilter or rule.may_fire(source)]
     if not candidates:
-        check_syntax(source)
+        check_syntax(source, parse)
         return []
-    tree = python_tree(source)
+    tree = parse(source)
     visitors = [rule for rule in candidates if not rule.decided_on_model]
     if tree is None:
         return _lint(source, source, path, visitors, options, None) if visitors else _checked(source)

@@ -17,6 +17,8 @@ from gpulint.engine.time_budget import TimeBudgetExceeded, time_budget
 if TYPE_CHECKING:
     import libcst as cst
 
+    from gpulint.engine.linter import Parse
+
 
 class Mode(enum.Enum):
     CHECK = "check"
@@ -95,16 +97,20 @@ class Job:
     """Whether rules may skip what they cannot reach (see ``linter.lint_source``); never changes a finding."""
 
 
-def process_text(path: str, text: str, job: Job) -> FileResult:
-    """Lint ``text`` and, in FIX and DIFF modes, compute its fixed form, within the job's budget."""
+def process_text(path: str, text: str, job: Job, parse: Optional[Parse] = None) -> FileResult:
+    """Lint ``text`` and, in FIX and DIFF modes, compute its fixed form, within the job's budget;
+    ``parse`` replaces Python's parse of each text linted (see ``linter.lint_source``)."""
     import libcst as cst  # LibCST and the rules load here: a run answered from the cache needs neither
 
     from gpulint.engine.fixer import FixError, applicabilities, fix_text
     from gpulint.engine.linter import lint_source
+    from gpulint.engine.reparse import parse as parse_whole
     from gpulint.rules import rules_for
 
     def lint(source: str) -> List[Diagnostic]:
-        return lint_source(source, path, rules_for(job.codes), prefilter=job.prefilter, options=job.options)
+        return lint_source(
+            source, path, rules_for(job.codes), prefilter=job.prefilter, options=job.options, parse=parse or parse_whole,
+        )
 
     try:
         with time_budget(job.budget):

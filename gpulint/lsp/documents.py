@@ -14,6 +14,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from gpulint.engine.diagnostics import Applicability, Diagnostic, Edit, Fix, Position, apply_chosen
 from gpulint.engine.line_index import LineIndex
+from gpulint.engine.linter import Parse
 from gpulint.engine.runner import FileError, Job, Mode, process_text
 from gpulint.engine.fixer import compiles
 from gpulint.engine.source import SourceError
@@ -90,17 +91,18 @@ class Outcome:
     problems: List[Problem]
 
 
-def check(document: Document, job: Job) -> Outcome:
-    """The findings of ``job``'s rules on ``document``."""
+def check(document: Document, job: Job, parse: Optional[Parse] = None) -> Outcome:
+    """The findings of ``job``'s rules on ``document``; ``parse``, where given, parses its program
+    (the document's :class:`~gpulint.engine.reparse.Reparser`)."""
     job = replace(job, mode=Mode.CHECK)
     if not document.notebook:
         uri, text = document.parts[0]
-        result = process_text(document.path, text, job)
+        result = process_text(document.path, text, job, parse)
         findings = [_file_finding(uri, text, d) for d in result.diagnostics]
         problems = [_file_problem(uri, result.error)] if result.error is not None else []
         return Outcome(findings, problems)
     notebook = _notebook(document)
-    result = process_text(document.path, notebook.code, job)
+    result = process_text(document.path, notebook.code, job, parse)
     placed = _Cells(document, notebook)
     findings = [placed.finding(raw, shown) for raw, shown in zip(result.diagnostics, show(notebook, notebook.code, result.diagnostics)[1])]
     problems = []

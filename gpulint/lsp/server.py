@@ -28,6 +28,7 @@ from pygls.uris import to_fs_path
 
 from gpulint import __version__
 from gpulint.engine.diagnostics import Applicability
+from gpulint.engine.reparse import Reparser
 from gpulint.engine.runner import Job
 from gpulint.lsp.documents import Document, DocumentEdit, Finding, Problem, check, fix_all, offered_edits, with_noqa
 from gpulint.lsp.positions import Lines
@@ -70,6 +71,8 @@ class GpulintServer(LanguageServer):
         )
         self.settings = SettingsCache(Path.cwd())
         self.pending: Dict[str, asyncio.TimerHandle] = {}
+        self.parsers: Dict[str, Reparser] = {}
+        """Each open document's parser, which reparses only what a change touched."""
         self.last_change: Dict[str, float] = {}
         """When each document (file or notebook, by URI) last changed, on the event loop's clock."""
         self.findings: Dict[str, List[Finding]] = {}
@@ -147,7 +150,7 @@ class GpulintServer(LanguageServer):
             self.log(types.MessageType.Warning, f"{uri}: not checked, {size:,} characters (over {MAX_CHARACTERS:,})")
         elif job is not None:
             with _collector_paused():
-                outcome = check(document, job)
+                outcome = check(document, job, self.parsers.setdefault(uri, Reparser()))
             findings, problems = outcome.findings, outcome.problems
         self.findings[uri] = findings
         self.checked[uri] = self.versions(document)
@@ -182,6 +185,7 @@ class GpulintServer(LanguageServer):
         self.findings.pop(uri, None)
         self.checked.pop(uri, None)
         self.last_change.pop(uri, None)
+        self.parsers.pop(uri, None)
         pending = self.pending.pop(uri, None)
         if pending is not None:
             pending.cancel()
