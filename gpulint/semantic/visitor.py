@@ -7,7 +7,7 @@ model's walks read every node of a module, so this is where its time goes."""
 from __future__ import annotations
 
 import ast
-from typing import Any, Callable, ClassVar, Dict, Tuple
+from typing import Any, Callable, ClassVar, Dict, FrozenSet, Tuple
 
 SHARED_LEAVES = frozenset(
     kind for base in (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop) for kind in base.__subclasses__()
@@ -23,16 +23,27 @@ _TEXT_FIELDS: Dict[type, Tuple[str, ...]] = {
 }
 """Fields that never hold a node, by node type: a walk does not read them."""
 _CHILD_FIELDS: Dict[type, Tuple[str, ...]] = {}
+BARREN = frozenset({ast.Name, ast.Constant, ast.alias, ast.Pass, ast.Break, ast.Continue, ast.Global, ast.Nonlocal})
+"""Node types that hold no node: a visitor without a ``visit_*`` method for one has nothing to do
+there, and its walk does not call into it (a third of a module's nodes are names and constants)."""
 
 
 class Visitor(ast.NodeVisitor):
     """Subclass and define ``visit_<NodeType>`` methods, as with ``ast.NodeVisitor``."""
 
     _dispatch: ClassVar[Dict[type, Callable[[Any, ast.AST], Any]]] = {}
+    _skipped: ClassVar[FrozenSet[type]] = SHARED_LEAVES
+    """Node types the walk does not call into: the shared leaves, and the barren nodes the class
+    neither visits nor sees in an overridden ``generic_visit``."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls._dispatch = {}
+        if cls.generic_visit is Visitor.generic_visit:
+            unvisited = (kind for kind in BARREN if getattr(cls, "visit_" + kind.__name__, None) in (None, ast.NodeVisitor.visit_Constant))
+            cls._skipped = SHARED_LEAVES | frozenset(unvisited)
+        else:
+            cls._skipped = SHARED_LEAVES
 
     def visit(self, node: ast.AST) -> Any:
         kind = type(node)
@@ -49,11 +60,12 @@ class Visitor(ast.NodeVisitor):
         fields = _CHILD_FIELDS.get(kind)
         if fields is None:
             fields = _CHILD_FIELDS[kind] = tuple(name for name in node._fields if name not in _TEXT_FIELDS.get(kind, ()))
+        skipped = self._skipped
         for name in fields:
             value = getattr(node, name, None)
             if type(value) is list:
                 for item in value:
-                    if isinstance(item, ast.AST) and type(item) not in SHARED_LEAVES:
+                    if isinstance(item, ast.AST) and type(item) not in skipped:
                         self.visit(item)
-            elif isinstance(value, ast.AST) and type(value) not in SHARED_LEAVES:
+            elif isinstance(value, ast.AST) and type(value) not in skipped:
                 self.visit(value)
