@@ -1,6 +1,10 @@
 """Language server latency: the time from ``textDocument/didChange`` to the ``publishDiagnostics``
 that answers it, on a training script of about 2,000 lines, warm (after a few changes), with the
-server's default debounce; each change sends the whole document, as the server asks. Prints the median and the 95th percentile, and writes them as JSON.
+server's default debounce; each change sends the whole document, as the server asks, after the
+diagnostics of the one before arrived. The changes take turns: a comment appended to a line, a
+number in a line changed, a statement inserted as a new line, each at another place in the script
+and on the text the last one left. Prints the median and the 95th percentile (and each kind's
+median), and writes them as JSON.
 
     python benchmarks/lsp_latency.py [--script FILE] [--changes 60] [--output results/lsp-latency.json]
 

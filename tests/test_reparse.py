@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PIECES = [
     "\n", "\n\n", "    ", "x", "(", ")", "[", "]", "'", '"""', "#", " = 1", "def g():\n", "    return 2\n", "else:\n",
     "\\\n", "@decorate\n", "class C:\n", "if a:\n", "pass\n", "\r\n", "\r", ":", "\t", "lambda: 0", "async ", "yield",
-    "elif b:\n", "try:\n", "except E:\n", "finally:\n", "\f", "\x00", "é",
+    "elif b:\n", "try:\n", "except E:\n", "finally:\n", "\f", "\x00", "é", ";", "; y = 2",
 ]
 TRAINING = '''import torch
 
@@ -95,6 +95,7 @@ def test_typing_a_statement_anywhere_parses_as_the_whole_text_does(line: int):
     ('state = torch.load("a.pt")', 'state = torch.load(\n"a.pt")'),
     ('\n', '\r\n'),
     ('\n\n\nclass', '\r\r\rclass'),
+    ('state = torch.load("a.pt")', 'state = torch.load("a.pt"); x = 1'),
 ])
 def test_edits_that_reach_past_the_statements_they_touch(edit):
     before, after = edit
@@ -113,6 +114,14 @@ def test_statements_the_edit_did_not_touch_are_the_previous_trees():
     kept = [statement for statement in edited.body if any(statement is old for old in first.body)]
     assert len(kept) == len(first.body) - 3  # the edited class and a statement either side are new
     assert parser(TRAINING.replace("return x", "return x + 1")) is edited
+
+
+def test_statements_sharing_a_line_are_reparsed_together():
+    text = 'import torch\n\nx = 1\ny = 2\nmodel = torch.nn.Linear(4, 1); model.cuda()\nz = 3\n'
+    parser = Reparser()
+    parser(text)
+    edited = text.replace("y = 2", "# y = 2")
+    assert dump(parser(edited)) == dump(parse(edited))
 
 
 def test_a_version_that_does_not_parse_is_skipped():

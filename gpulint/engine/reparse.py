@@ -3,8 +3,8 @@ that an edit touches: an editor sends the whole text on every keystroke, and mos
 unchanged.
 
 The lines the two versions share at their start and at their end are found; the top-level
-statements that reach into the lines between, widened by one statement on each side, are parsed
-again from the new text, and the statements before them are kept. Where the line count is the
+statements that reach into the lines between, widened by one statement on each side and to every
+statement that shares a line with them, are parsed again from the new text, and the statements before them are kept. Where the line count is the
 same, the statements after them are kept too; where it changed, the rest of the file is parsed
 again as well (shifting the kept nodes' line numbers would cost more than Python's parser does).
 
@@ -62,6 +62,10 @@ class Reparser:
         last_changed = len(old_lines) - suffix
         last = max((index for index, (start, _) in enumerate(spans) if start <= last_changed), default=-1)
         first, last = max(first - 1, 0), min(max(last, first) + 1, len(spans) - 1)
+        while first > 0 and spans[first - 1][1] >= spans[first][0]:  # statements sharing a line (``a = 1; b()``)
+            first -= 1
+        while last + 1 < len(spans) and spans[last + 1][0] <= spans[last][1]:
+            last += 1
         same_length = len(new_lines) == len(old_lines)
         start_line = spans[first][0] if first > 0 else 1
         end_line = spans[last][1] if statements and same_length and last + 1 < len(spans) else len(old_lines)
