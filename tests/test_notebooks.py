@@ -203,6 +203,19 @@ def test_only_real_help_lines_are_masked(tmp_path):
     assert [line.split(": ")[0] for line in result.stdout.splitlines()] == ["nb.ipynb:cell 3:1:9"]
 
 
+def test_a_line_continuing_a_bracket_is_python_even_where_it_starts_with_a_percent_sign(tmp_path):
+    report = "print('loss %.4f, acc %.3f'\n      % (loss, acc))\nprint(\n    !done)"  # the last one still an error
+    formatted = "import torch\nloss, acc = 1.0, 0.5\n" + report.split("\nprint(\n")[0]
+    (tmp_path / "nb.ipynb").write_text(_notebook(formatted, "%matplotlib inline\n" + SAFE_LOAD), encoding="utf-8")
+    result = run_gpulint(["check", "--format", "concise", "nb.ipynb"], cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stdout.startswith("nb.ipynb:cell 3:3:23: GPU001")
+    (tmp_path / "nb.ipynb").write_text(_notebook("x = (1\n% 2)\n%ls", report), encoding="utf-8")
+    assert [cell.source for cell in parse_notebook((tmp_path / "nb.ipynb").read_text()).cells][0] == "x = (1\n% 2)\n%ls"
+    program = parse_notebook((tmp_path / "nb.ipynb").read_text()).code
+    assert "% 2)" in program and "%ls" not in program
+
+
 def test_escapes_continued_with_a_backslash_are_masked_whole(tmp_path):
     escapes = "!pip install \\\n    torch \\\n    numpy\n%pip install \\\n  torchvision"
     original = _notebook(f"{escapes}\nimport torch", SAFE_LOAD)

@@ -13,8 +13,10 @@ formatting stay byte-identical.
 
 from __future__ import annotations
 
+import io
 import json
 import re
+import tokenize
 from dataclasses import dataclass, field, replace
 from typing import Dict, List, Optional, Sequence, Tuple, cast
 
@@ -238,6 +240,9 @@ def _mask(source: str, masks: Masks) -> str:
     masked: List[str] = []
     continued: Optional[str] = None  # the indentation of the escape that the line continues
     for number, line in enumerate(lines):
+        if continued is None and _ESCAPED.match(line) and _statement_open(masked):
+            masked.append(line)  # ``% (a, b)`` continuing a bracket: Python's operator, not a magic
+            continue
         timed = _TIMED.fullmatch(line) if continued is None else None
         if timed and _compiles(timed.group(3)):
             masked.append(masks.prefix(*timed.groups()))
@@ -251,6 +256,22 @@ def _mask(source: str, masks: Masks) -> str:
         escape_indentation = _indentation(line) if continued is None else continued
         continued = escape_indentation if line.rstrip("\r").endswith("\\") else None
     return "\n".join(masked)
+
+
+def _statement_open(lines: List[str]) -> bool:
+    """Whether ``lines`` (a cell's Python so far) leave a bracket, a string or a backslash
+    continuation open, so that the next line continues their statement: IPython reads a magic or
+    an escape only where a statement starts."""
+    if not lines:
+        return False
+    try:
+        for _ in tokenize.generate_tokens(io.StringIO("\n".join(lines) + "\n").readline):
+            pass
+    except tokenize.TokenError:
+        return True
+    except SyntaxError:
+        return False
+    return False
 
 
 def _masked_cell(cell: CodeCell, masks: Masks) -> Tuple[str, Optional[CellSyntaxError]]:
