@@ -140,6 +140,8 @@ async def test_a_change_after_a_pause_is_checked_at_once_and_quick_changes_once(
     assert len(await published(client, uri)) == 4  # versions 3 and 4 checked once, on the last text
     await asyncio.sleep(DEBOUNCE * 1.5)
     assert uri not in client.diagnostics
+    change(client, uri, 5, LOADS)  # a pause after earlier changes: checked at once again
+    assert len(await published(client, uri, within=DEBOUNCE * 0.75)) == 1
 
 
 async def test_safe_fix_noqa_and_fix_all_apply(client: LanguageClient, tmp_path: Path):

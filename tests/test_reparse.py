@@ -116,12 +116,22 @@ def test_statements_the_edit_did_not_touch_are_the_previous_trees():
     assert parser(TRAINING.replace("return x", "return x + 1")) is edited
 
 
-def test_statements_sharing_a_line_are_reparsed_together():
-    text = 'import torch\n\nx = 1\ny = 2\nmodel = torch.nn.Linear(4, 1); model.cuda()\nz = 3\n'
+@pytest.mark.parametrize("text, edited", [
+    ('import torch\n\nx = 1\ny = 2\nmodel = torch.nn.Linear(4, 1); model.cuda()\nz = 3\n', "y = 2 -> # y = 2"),
+    ("a = 1; b = 2\nc = 3\n", "c = 3 -> c = 4"),
+    ("x = 1\ny = 2; z = 3\nw = 4\n", "x = 1 -> x = 2"),
+    ("x = 1 + \\\n2; y = 3\nz = 4\nw = 5\n", "z = 4 -> z = 5"),
+    ("x = 1\n@\\\ndecorate\ndef f(): pass\ny = 2\nz = 3\n", "y = 2 -> y = 3"),  # the @ two lines above
+    ("x = 1\n@\\\ndecorate\ndef f(): pass\ny = 2\nz = 3\n", "@ -> @ "),
+    ("x = 1 \\\n\ny = 2\nz = 3\n", "\n\ny -> \nq\ny"),  # a line a backslash joins to the one before
+])
+def test_statements_sharing_lines_are_reparsed_together(text: str, edited: str):
+    before, after = edited.split(" -> ")
     parser = Reparser()
     parser(text)
-    edited = text.replace("y = 2", "# y = 2")
-    assert dump(parser(edited)) == dump(parse(edited))
+    changed = text.replace(before, after, 1)
+    assert changed != text
+    assert dump(parser(changed)) == dump(parse(changed))
 
 
 def test_a_version_that_does_not_parse_is_skipped():

@@ -4,15 +4,19 @@ unchanged.
 
 The lines the two versions share at their start and at their end are found; the top-level
 statements that reach into the lines between, widened by one statement on each side and to every
-statement that shares a line with them, are parsed again from the new text, and the statements before them are kept. Where the line count is the
-same, the statements after them are kept too; where it changed, the rest of the file is parsed
-again as well (shifting the kept nodes' line numbers would cost more than Python's parser does).
+statement that shares a line with them (``a = 1; b()``), are parsed again from the new text, from
+the line after the last statement kept before them (a decorator's ``@`` may stand lines above its
+expression), and the statements before them are kept. Where the line count is the same, the
+statements after them are kept too; where it changed, the rest of the file is parsed again as well
+(shifting the kept nodes' line numbers would cost more than Python's parser does).
 
-A top-level statement starts at column 0 outside any bracket or string, so the text of whole
-top-level statements parses on its own exactly as it does inside the file; where the new text of
-the reparsed lines does not parse on its own (an unclosed bracket or string runs past them, a
-block lost its body), the whole text is parsed instead. Lines end at ``\\n`` only here: a text
-with a ``\\r`` not followed by ``\\n`` is always parsed whole.
+Lines that hold whole top-level statements, and no part of another, start outside any bracket or
+string, so they parse on their own exactly as they do inside the file (a line that a backslash
+joins to the kept statement before them can only be blank or a comment, or the statement would end
+on it; were it changed, that statement would be reparsed too). Where the new text of the reparsed
+lines does not parse on its own (an unclosed bracket or string runs past them, a block lost its
+body), the whole text is parsed instead. Lines end at ``\\n`` only here: a text with a ``\\r`` not followed by ``\\n`` is always
+parsed whole.
 """
 
 from __future__ import annotations
@@ -67,8 +71,8 @@ class Reparser:
         while last + 1 < len(spans) and spans[last + 1][0] <= spans[last][1]:
             last += 1
         same_length = len(new_lines) == len(old_lines)
-        start_line = spans[first][0] if first > 0 else 1
-        end_line = spans[last][1] if statements and same_length and last + 1 < len(spans) else len(old_lines)
+        start_line = spans[first - 1][1] + 1 if first > 0 else 1
+        end_line = spans[last][1] if same_length and last + 1 < len(spans) else len(old_lines)
         assert start_line <= prefix + 1 and end_line >= last_changed, "the reparsed lines hold every changed line"
         end_in_new = end_line + len(new_lines) - len(old_lines)
         region = "\n".join(new_lines[start_line - 1:end_in_new])
@@ -82,7 +86,7 @@ class Reparser:
 
 
 def _lines_of(statement: ast.stmt) -> Tuple[int, int]:
-    """The first and last line of a top-level statement, its decorators included."""
+    """The first and last line of a top-level statement, from its first decorator's expression."""
     decorators: List[ast.expr] = getattr(statement, "decorator_list", [])
     start = min([statement.lineno, *(decorator.lineno for decorator in decorators)])
     return start, statement.end_lineno or statement.lineno

@@ -41,9 +41,8 @@ RULE_PAGE = "https://github.com/gpulint/gpulint/blob/main/rules/{code}.md"
 DEBOUNCE_SECONDS = 0.03
 """The debounce: a change that follows the document's previous change by less than this waits
 this long for the next one before it is checked, so that changes a client sends in quick
-succession (typing, a paste sent as several changes) are checked once; a change after a longer
-pause is checked at once (in the next turn of the event loop, with any change that arrived
-together with it)."""
+succession (typing, a paste sent as several changes) are checked once, after the last of them; a
+change after a longer pause is checked at once (in the next turn of the event loop)."""
 TIME_BUDGET_SECONDS = 5.0
 """How long one check may take before the document is given up until its next change."""
 MAX_CHARACTERS = 2_000_000

@@ -18,6 +18,7 @@ from gpulint.semantic.mapping_use import MappingUse
 from gpulint.semantic.model import Function, SemanticModel
 from gpulint.semantic.moved_at_once import moved_to_gpu_at_once
 from gpulint.semantic.read_back import ReadBack, loaded_path
+from gpulint.semantic.run_as_loaded import run_on_gpu_inputs_as_loaded
 from gpulint.semantic.survey import ast_dotted_name, ast_full_name, own_nodes
 from gpulint.semantic.torch_api import MAP_LOCATION_SLOT
 
@@ -186,10 +187,10 @@ def _holds_no_device_tensors(model: SemanticModel, call: ast.Call) -> bool:
 
 def _placed_by_the_program(model: SemanticModel, call: ast.Call) -> bool:
     """Where the call's tensors land is the program's own doing, or moot: it reads back a cache or
-    a live object the module writes, the module it loads is moved to the GPU at once, or it never
-    runs."""
+    a live object the module writes, the module it loads is moved to the GPU at once or run as
+    loaded on inputs the program moves to the GPU, or it never runs."""
     loaded = loaded_path(call)
-    return never_runs(model, call) or moved_to_gpu_at_once(model, call) or (
+    return never_runs(model, call) or moved_to_gpu_at_once(model, call) or run_on_gpu_inputs_as_loaded(model, call) or (
         loaded is not None and model.derived(ReadBack).reads_back(call, loaded)
     )
 
