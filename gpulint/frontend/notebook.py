@@ -230,9 +230,13 @@ def _mask_whole(lines: List[str], masks: Masks) -> str:
     return "\n".join(masks.line("pass", line) if line.strip() else line for line in lines)
 
 
-def _mask(source: str, masks: Masks) -> str:
+def _mask(source: str, masks: Masks, statement_aware: bool = False) -> str:
     """A cell's source with its IPython syntax masked; an escape continued with a trailing
-    backslash masks its continuation lines too."""
+    backslash masks its continuation lines too. ``statement_aware``: a line that looks like an
+    escape but continues a statement the Python before it leaves open (``% (a, b)`` after
+    ``print('...'``) is kept as Python, as IPython keeps it (it reads escapes only where a
+    statement starts); this tokenizes the cell again for each such line, so it is asked for only
+    where the plain masking does not parse."""
     lines = source.split("\n")
     cell_magic = lines[0].lstrip().startswith("%%")
     if cell_magic and not _PYTHON_CELL_MAGIC.fullmatch(lines[0]):
@@ -240,8 +244,8 @@ def _mask(source: str, masks: Masks) -> str:
     masked: List[str] = []
     continued: Optional[str] = None  # the indentation of the escape that the line continues
     for number, line in enumerate(lines):
-        if continued is None and _ESCAPED.match(line) and _statement_open(masked):
-            masked.append(line)  # ``% (a, b)`` continuing a bracket: Python's operator, not a magic
+        if statement_aware and continued is None and _ESCAPED.match(line) and _statement_open(masked):
+            masked.append(line)
             continue
         timed = _TIMED.fullmatch(line) if continued is None else None
         if timed and _compiles(timed.group(3)):
@@ -275,18 +279,24 @@ def _statement_open(lines: List[str]) -> bool:
 
 
 def _masked_cell(cell: CodeCell, masks: Masks) -> Tuple[str, Optional[CellSyntaxError]]:
-    """The cell's code masked, or, when that does not parse, the cell masked whole and why."""
+    """The cell's code masked (see :func:`_mask`), or, when that does not parse, the cell masked
+    whole and why."""
     attempt = Masks(masks.next)
     code = _mask(cell.source, attempt)
     error = None
     try:
         quiet_compile(code, f"cell {cell.index}")
     except SyntaxError as syntax_error:
-        line = syntax_error.lineno or 1
-        column = _shifted(attempt.shifts(code), line, syntax_error.offset or 1)
-        error = CellSyntaxError(cell.index, line, column, syntax_error.msg)
-        attempt = Masks(masks.next)
-        code = _mask_whole(cell.source.split("\n"), attempt)
+        aware = Masks(masks.next)
+        aware_code = _mask(cell.source, aware, statement_aware=True)
+        if _compiles(aware_code):
+            attempt, code = aware, aware_code
+        else:
+            line = syntax_error.lineno or 1
+            column = _shifted(attempt.shifts(code), line, syntax_error.offset or 1)
+            error = CellSyntaxError(cell.index, line, column, syntax_error.msg)
+            attempt = Masks(masks.next)
+            code = _mask_whole(cell.source.split("\n"), attempt)
     except (ValueError, RecursionError, MemoryError):
         pass  # not a syntax error: checking the program reports it
     masks.add(attempt)

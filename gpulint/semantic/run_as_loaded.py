@@ -4,14 +4,17 @@
 sam)`` where ``segment`` calls its parameter on ``.cuda()`` inputs — relies on the load putting the
 module back on the GPU it was saved from: the program never moves it. There ``map_location="cpu"``
 would leave the module on the CPU with its inputs on the GPU, and the load is the program's own
-placement. Decided only where the name is bound once, by the load itself (not a part of it), and
-every read of it is such a call, or an argument of a function of the module every read of whose
-parameter is one; and not in code that runs on several GPUs (see :mod:`semantic.moved_at_once`).
+placement. Decided only where a function's or the module's name (not a class attribute) is bound
+once, by the load itself (not a part of it), and every read of it is such a call (a positional
+argument moved), or an argument of a function of the module (bound by one ``def``, not a method)
+every read of whose parameter is one; and not in code that runs on several GPUs (see
+:mod:`semantic.moved_at_once`).
 """
 
 from __future__ import annotations
 
 import ast
+from typing import List, Union
 
 from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.torch_api import MULTI_DEVICE_WORDS
@@ -24,7 +27,7 @@ def run_on_gpu_inputs_as_loaded(model: SemanticModel, call: ast.Call) -> bool:
         return False
     target = statement.targets[0]
     place = model.place(target) if isinstance(target, ast.Name) else None
-    if place is None or model.spells(MULTI_DEVICE_WORDS):
+    if place is None or place.binding.scope.is_class or model.spells(MULTI_DEVICE_WORDS):
         return False
     uses = model.uses(place.binding)
     reads = [use for use in uses if isinstance(use.ctx, ast.Load)]
@@ -34,14 +37,15 @@ def run_on_gpu_inputs_as_loaded(model: SemanticModel, call: ast.Call) -> bool:
 
 
 def _run_on_gpu_inputs(model: SemanticModel, read: ast.Name, through_parameter: bool) -> bool:
-    """``read(..., x.cuda(), ...)``, or (once) ``f(..., read, ...)`` with ``f``'s parameter so used."""
+    """``read(..., x.cuda(), ...)``, or (once) ``f(..., read, ...)`` with ``f``'s parameter so used,
+    ``f`` a function (not a method, which a subclass may override) bound by one ``def`` only."""
     call = model.parent(read)
     if not isinstance(call, ast.Call):
         return False
     if call.func is read:
-        return any(_on_gpu(argument) for argument in [*call.args, *(keyword.value for keyword in call.keywords)])
+        return any(_on_gpu(argument) for argument in call.args)
     site = model.site_of.get(id(call))
-    if not through_parameter or site is None or site.callee is None:
+    if not through_parameter or site is None or site.callee is None or not _defined_once(model, call.func):
         return False
     index = next((position for position, argument in model.positional_arguments(site) if argument is read), None)
     if index is None or index >= len(site.callee.positional):
@@ -50,6 +54,16 @@ def _run_on_gpu_inputs(model: SemanticModel, read: ast.Name, through_parameter: 
     reads = [use for use in model.uses(parameter) if isinstance(use.ctx, ast.Load)]
     stores = [use for use in model.uses(parameter) if not isinstance(use.ctx, ast.Load)]
     return bool(reads) and not stores and all(_run_on_gpu_inputs(model, use, through_parameter=False) for use in reads)
+
+
+def _defined_once(model: SemanticModel, func: ast.expr) -> bool:
+    """Whether ``func`` is a plain name that one ``def`` binds and nothing rebinds."""
+    place = model.place(func) if isinstance(func, ast.Name) else None
+    if place is None or any(not isinstance(use.ctx, ast.Load) for use in model.uses(place.binding)):
+        return False
+    definitions: List[Union[ast.FunctionDef, ast.AsyncFunctionDef]] = [*model.nodes(ast.FunctionDef), *model.nodes(ast.AsyncFunctionDef)]
+    same = [node for node in definitions if node.name == place.binding.name and model.scope_at(node) is place.binding.scope]
+    return len(same) == 1
 
 
 def _on_gpu(argument: ast.expr) -> bool:
