@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 import functools
 import operator
-from typing import Callable, List, Mapping, Optional, Sequence, Type
+from typing import List, Mapping, Optional, Sequence, Type
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper
@@ -17,12 +17,8 @@ from gpulint.engine.diagnostics import Diagnostic
 from gpulint.engine.noqa import filter_suppressed
 from gpulint.engine.reach import Reach, closure
 from gpulint.engine.rule import FileContext, Rule
-from gpulint.engine.reparse import parse as parse_whole
+from gpulint.engine.reparse import Parse, parse as parse_whole
 from gpulint.semantic.model import SemanticModel
-
-
-Parse = Callable[[str], Optional[ast.Module]]
-"""Python's own (much faster than LibCST's) parse of a source text, or None where it rejects it."""
 
 
 def check_syntax(source: str, parse: Parse = parse_whole) -> None:

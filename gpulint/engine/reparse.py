@@ -22,9 +22,14 @@ parsed whole.
 from __future__ import annotations
 
 import ast
-from typing import List, Optional, Sequence, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple
 
 from gpulint.engine.source import quiet_compile
+
+
+Parse = Callable[[str], Optional[ast.Module]]
+"""Python's own (much faster than LibCST's) parse of a source text, or None where it rejects it:
+:func:`parse`, or a document's :class:`Reparser`."""
 
 
 def parse(text: str) -> Optional[ast.Module]:

@@ -17,7 +17,7 @@ from gpulint.engine.time_budget import TimeBudgetExceeded, time_budget
 if TYPE_CHECKING:
     import libcst as cst
 
-    from gpulint.engine.linter import Parse
+    from gpulint.engine.reparse import Parse
 
 
 class Mode(enum.Enum):

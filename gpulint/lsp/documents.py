@@ -14,7 +14,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from gpulint.engine.diagnostics import Applicability, Diagnostic, Edit, Fix, Position, apply_chosen
 from gpulint.engine.line_index import LineIndex
-from gpulint.engine.linter import Parse
+from gpulint.engine.reparse import Parse
 from gpulint.engine.runner import FileError, Job, Mode, process_text
 from gpulint.engine.fixer import compiles
 from gpulint.engine.source import SourceError
