@@ -15,6 +15,7 @@ from gpulint.engine.diagnostics import Applicability, Edit, FixOutcome, NoFix
 from gpulint.engine.rule import FixAvailability, Rule
 from gpulint.engine.test_modules import is_test_module
 from gpulint.semantic.backward import backpropagated_functions
+from gpulint.semantic.confined import stays_inside
 from gpulint.semantic.evaluation import EvaluationFacts, ScopeFacts
 from gpulint.semantic.model import Function, SemanticModel
 from gpulint.semantic.survey import ast_dotted_name
@@ -137,6 +138,9 @@ class InferenceWithoutNoGrad(Rule):
             self.found.setdefault(index, []).append(node)
 
     def leave_Module(self, original_node: cst.Module) -> None:
+        model = self.context.model
+        if model is None:
+            return
         for key, calls in self.found.items():
             calls = [call for call in calls if not self._discarded(call)]
             if not calls:
@@ -146,7 +150,7 @@ class InferenceWithoutNoGrad(Rule):
             span = (code_range.start.line, code_range.start.column, code_range.end.line, code_range.end.column)
             message = self.inference_program_message if span in self.default_mode else self.message
             scope, _, loop = self.found_candidates[key]
-            fix = self._loop_fix(first) if loop is not None else self._fix(scope, calls)
+            fix = self._loop_fix(first, model.span(loop)[:2]) if loop is not None else self._fix(scope, calls)
             self.report(first, message.format(model=_model(first)), fix)
 
     def _discarded(self, call: cst.Call) -> bool:
@@ -202,14 +206,16 @@ class InferenceWithoutNoGrad(Rule):
             return self.make_fix(Applicability.UNSAFE, edits, note=MAY_TRAIN)
         return self.make_fix(Applicability.SAFE, edits)
 
-    def _loop_fix(self, first: cst.Call) -> FixOutcome:
-        """Wrap the outermost loop around the first forward call (an evaluation loop in code that
-        trains) in a grad-off block."""
+    def _loop_fix(self, first: cst.Call, start: Tuple[int, int]) -> FixOutcome:
+        """Wrap the evaluation loop around the first forward call (the loop that starts at ``start``,
+        line and column) in a grad-off block."""
         loop: Optional[cst.CSTNode] = None
         node: Optional[cst.CSTNode] = first
         while node is not None and not isinstance(node, (cst.FunctionDef, cst.Module)):
             if isinstance(node, (cst.For, cst.While)):
-                loop = node
+                code_range = self.get_metadata(PositionProvider, node)
+                if (code_range.start.line, code_range.start.column) == start:
+                    loop = node
             node = self.get_metadata(ParentNodeProvider, node, None)
         if not isinstance(loop, (cst.For, cst.While)):
             return NoFix("the evaluation loop could not be found")
@@ -271,30 +277,46 @@ def _builds_a_graph_on_the_gpu(model: SemanticModel, facts: EvaluationFacts, cal
 
 
 def _evaluation_loops(model: SemanticModel, scope: ScopeFacts, calls: List[ast.Call]) -> List[Tuple[ast.stmt, List[ast.Call]]]:
-    """In a scope that trains, the evaluation loops: the outermost loop around forward calls of a
-    model in evaluation mode, when every call of the scope that trains (``backward``, an optimizer
-    ``step``, ``autograd.grad``) comes before it, and nothing in it may train: no call of a function
-    of the module that trains, none that is handed one of the loop's models (``train_one_epoch(model,
-    loader)``, ``fgsm(model, x, y)``), no ``requires_grad_``, ``enable_grad`` or
-    ``set_grad_enabled``. A test loop after the training loop of a notebook or script; not a
-    validation loop inside the training loop, nor a loop whose outputs a later backward pass may use."""
-    loops: Dict[int, Tuple[ast.stmt, List[ast.Call]]] = {}
-    for call in calls:
-        outermost: Optional[ast.stmt] = None
-        node = model.parent(call)
-        while node is not None and node is not scope.node:
-            if isinstance(node, LOOPS):
-                outermost = node
-            node = model.parent(node)
-        if outermost is not None:
-            loops.setdefault(id(outermost), (outermost, []))[1].append(call)
-    if not loops:
-        return []
+    """In a scope that trains, the evaluation loops: around forward calls of a model in evaluation
+    mode, the outermost loop that holds no call that trains (``backward``, an optimizer ``step``,
+    ``autograd.grad``), where nothing in it may train (no call of a function of the module that
+    trains, none handed one of the loop's models: ``train_one_epoch(model, loader)``, ``fgsm(model,
+    x, y)``; no ``requires_grad_``, ``enable_grad`` or ``set_grad_enabled``), and where nothing it
+    computes may reach a backward pass: it comes after every call that trains and no loop around it
+    trains (a test loop after the training loop of a notebook or script), or what it computes stays
+    in it (:func:`stays_inside`: a validation loop inside the training loop whose outputs the
+    training step binds afresh)."""
     training = [site.node for site in model.call_sites if site.caller is scope.function and model.needs_gradients(site.node)]
+    training_loops = {id(node) for step in training for node in _ancestors(model, step, scope.node) if isinstance(node, LOOPS)}
+    loops: Dict[int, Tuple[ast.stmt, List[ast.Call], bool]] = {}
+    for call in calls:
+        chosen: Optional[ast.stmt] = None
+        nested = False
+        for node in _ancestors(model, call, scope.node):
+            if not isinstance(node, LOOPS):
+                continue
+            if id(node) in training_loops:
+                nested = True
+                break
+            chosen = node
+        if chosen is not None:
+            loops.setdefault(id(chosen), (chosen, [], nested))[1].append(call)
     return [
-        (loop, loop_calls) for loop, loop_calls in loops.values()
-        if not any(_position(step) >= _position(loop) for step in training) and not _may_train_inside(model, loop, loop_calls)
+        (loop, loop_calls) for loop, loop_calls, nested in loops.values()
+        if not _may_train_inside(model, loop, loop_calls) and (
+            (not nested and all(_position(step) < _position(loop) for step in training)) or stays_inside(model, loop)
+        )
     ]
+
+
+def _ancestors(model: SemanticModel, node: ast.AST, scope: ast.AST) -> List[ast.AST]:
+    """The nodes around ``node`` up to ``scope``, innermost first."""
+    found = []
+    parent = model.parent(node)
+    while parent is not None and parent is not scope:
+        found.append(parent)
+        parent = model.parent(parent)
+    return found
 
 
 def _may_train_inside(model: SemanticModel, loop: ast.stmt, forward: List[ast.Call]) -> bool:

@@ -172,6 +172,12 @@ INDEX_METHODS = frozenset({"argmax", "argmin", "nonzero", "argsort", "bool", "lo
 """Tensor methods whose result is indices or a mask: a few bytes whatever the input's size
 (``analysis.tensors`` adds transformers' ``generate``, whose result is token ids)."""
 
+HISTORY_FREE_METHODS = TENSOR_TO_PYTHON_METHODS | TENSOR_SHAPE_METHODS | INDEX_METHODS | frozenset({
+    "detach", "numpy", "eq", "ne", "lt", "le", "gt", "ge",
+})
+"""Tensor methods whose result carries no autograd history whatever the receiver's: Python values,
+shapes, indices, masks and detached copies (``semantic.confined`` reads them)."""
+
 TENSOR_ATTRIBUTES = TENSOR_METADATA_ATTRIBUTES | TENSOR_SHAPE_METHODS | TENSOR_TO_PYTHON_METHODS | frozenset({
     "T", "data", "grad", "float", "half", "double", "to", "cuda", "cpu", "view", "reshape", "copy_",
     "clone", "detach", "numpy", "sum", "mean", "norm", "unsqueeze", "squeeze", "storage", "element_size",

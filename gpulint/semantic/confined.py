@@ -1,0 +1,266 @@
+"""Whether what a loop computes stays in it: no value it leaves behind may carry autograd history.
+
+A loop's values stay in it when every name it binds to a value that may carry history is, wherever
+its function (or the module) reads it outside the loop, bound again first on every path from the
+loop (``output, h = net(inputs, h)`` before the training step reads ``output``; the training loop's
+own ``for x, y in batches`` target); when whatever it adds to a container or stores in an attribute
+from outside it carries no history (``losses.append(loss.item())``); and when it neither returns
+nor yields such a value. Then running the loop with gradients off changes nothing that code after
+it, or the next turn of a loop around it, can backpropagate. Values that carry no history are read
+by their syntax: constants, Python numbers (``.item()``, ``float(...)``, ``len(...)``), shapes,
+comparisons, indices and masks (``argmax``, ``eq``), detached tensors, arithmetic of those, and
+names bound only to those in the scope.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Dict, Iterator, List, Optional, Set
+
+from gpulint.semantic.model import SemanticModel
+from gpulint.semantic.scopes import COMPREHENSIONS, Binding
+from gpulint.semantic.survey import argument_values, own_nodes
+from gpulint.semantic.torch_api import DEVICE_KEEPING_TENSOR_METHODS, HISTORY_FREE_METHODS, LAYOUT_METHODS, TENSOR_METADATA_ATTRIBUTES
+
+CONTAINER_MUTATORS = frozenset({"append", "extend", "insert", "add", "update", "put", "setdefault", "appendleft", "extendleft"})
+"""Methods that store their arguments in the container they are called on (``list``, ``dict``,
+``set``, ``deque``, ``queue``)."""
+PYTHON_VALUE_BUILTINS = frozenset({"float", "int", "bool", "len", "round", "str", "abs"})
+"""Builtins whose result is a Python value (``float(loss)`` copies a 0-dim tensor's value out)."""
+HISTORY_KEEPING_METHODS = LAYOUT_METHODS | DEVICE_KEEPING_TENSOR_METHODS
+"""Methods whose result carries history only if their receiver does (``(pred == y).sum().float()``)."""
+DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+LOOPS = (ast.For, ast.AsyncFor, ast.While)
+EXCLUSIVE = (ast.If, ast.Match)
+"""Statements whose parts run one at a time: a value bound in one part never reaches another."""
+
+
+def stays_inside(model: SemanticModel, loop: ast.stmt) -> bool:
+    """Whether no value ``loop`` computes that may carry autograd history is seen after it."""
+    return _Confinement(model, loop).holds()
+
+
+class _Confinement:
+    def __init__(self, model: SemanticModel, loop: ast.stmt) -> None:
+        self.model = model
+        self.loop = loop
+        self.scope = model.scope_at(loop)
+        self.around: Set[int] = set()
+        """The loop and every node around it."""
+        node: Optional[ast.AST] = loop
+        while node is not None:
+            self.around.add(id(node))
+            node = model.parent(node)
+        self.inside = list(own_nodes([loop]))
+        self.inside_ids = {id(node) for node in self.inside}
+        self._plain_names: Dict[Binding, bool] = {}
+
+    def holds(self) -> bool:
+        if any(isinstance(node, DEFINITIONS[:3]) for node in ast.walk(self.loop) if node is not self.loop):
+            return False
+        bound = self._bound_inside()
+        if bound is None:
+            return False
+        escaping = {binding for binding in bound if not self._plain_binding(binding) and not self._all_reads_rebound(binding)}
+        for node in self.inside:
+            if isinstance(node, (ast.Yield, ast.YieldFrom)):
+                return False
+            if isinstance(node, ast.Return) and node.value is not None and not self._plain(node.value):
+                return False
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in CONTAINER_MUTATORS:
+                if not self._local(node.func.value, bound, escaping) and not all(self._plain(value) for value in argument_values(node)):
+                    return False
+            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                stored = [element for target in targets for element in _elements(target) if not isinstance(element, ast.Name)]
+                if any(not self._local(element, bound, escaping) for element in stored) and not self._plain(node.value):
+                    return False
+        return not escaping
+
+    def _bound_inside(self) -> Optional[Set[Binding]]:
+        """The bindings of the loop's scope that the loop binds; None if it binds a name of another
+        scope (``global``, ``nonlocal``), which code elsewhere may read."""
+        found: Set[Binding] = set()
+        for node in self.inside:
+            if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                binding = self.model.scope_at(node).resolve(node.id)
+                if isinstance(binding.scope.node, COMPREHENSIONS):
+                    continue
+                if binding.scope is not self.scope:
+                    return None
+                found.add(binding)
+        return found
+
+    def _local(self, target: ast.expr, bound: Set[Binding], escaping: Set[Binding]) -> bool:
+        """Whether ``target`` (``buffer`` in ``buffer.append(x)``, ``d[k]``, ``s.x``) is a value the
+        loop binds and nothing after it sees."""
+        while isinstance(target, (ast.Attribute, ast.Subscript)):
+            target = target.value
+        if not isinstance(target, ast.Name):
+            return False
+        binding = self.model.scope_at(target).resolve(target.id)
+        return binding in bound and binding not in escaping
+
+    # Reads after the loop.
+
+    def _all_reads_rebound(self, binding: Binding) -> bool:
+        for use in self.model.uses(binding):
+            if id(use) in self.inside_ids:
+                continue
+            if isinstance(use.ctx, ast.Load) or _augmented_target(self.model, use):
+                if not self._rebound_before(use):
+                    return False
+        return True
+
+    def _rebound_before(self, use: ast.Name) -> bool:
+        """Whether every path from the loop to ``use`` binds its name again first (or none leads there)."""
+        name = use.id
+        node: ast.AST = use
+        while not isinstance(node, (ast.stmt, ast.excepthandler, ast.match_case)):
+            parent = self.model.parent(node)
+            if parent is None or isinstance(parent, ast.Lambda):
+                return False
+            node = parent
+        if isinstance(node, ast.While) and id(node) in self.around:
+            return False
+        while True:
+            parent = self.model.parent(node)
+            if parent is None:
+                return True
+            if isinstance(parent, DEFINITIONS) and parent is not self.scope.node:
+                return False
+            siblings = _statements_holding(parent, node)
+            for earlier in reversed(siblings):
+                if _binds_plainly(earlier, name) and id(earlier) not in self.around:
+                    return True
+                if id(earlier) in self.around:
+                    return False
+            if parent is self.scope.node:
+                return True
+            if isinstance(parent, (ast.For, ast.AsyncFor)) and _in_body(parent, node) and name in _names(parent.target):
+                return True
+            if isinstance(parent, (ast.With, ast.AsyncWith)) and any(
+                item.optional_vars is not None and name in _names(item.optional_vars) for item in parent.items
+            ):
+                return True
+            if id(parent) in self.around and not isinstance(parent, EXCLUSIVE):
+                return False
+            node = parent
+
+    # Values without history.
+
+    def _plain_binding(self, binding: Binding) -> bool:
+        """Whether every binding of the name in its scope is to a value without history (a greatest
+        fixed point: ``total = 0`` and ``total += loss.item()`` leave ``total`` plain)."""
+        known = self._plain_names.get(binding)
+        if known is not None:
+            return known
+        self._plain_names[binding] = True
+        plain = all(self._plain(value) if value is not None else False for value in self._bound_values(binding))
+        self._plain_names[binding] = plain
+        return plain
+
+    def _bound_values(self, binding: Binding) -> Iterator[Optional[ast.expr]]:
+        """The value each binding of the name gives it; None where it is not an assignment's."""
+        for use in self.model.uses(binding):
+            if isinstance(use.ctx, ast.Load):
+                continue
+            parent = self.model.parent(use)
+            if isinstance(parent, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and parent.value is not None and (
+                use in (parent.targets if isinstance(parent, ast.Assign) else [parent.target])
+            ):
+                yield parent.value
+            elif isinstance(parent, ast.For) and parent.target is use and _counts(parent.iter):
+                continue
+            elif isinstance(use.ctx, ast.Del):
+                continue
+            else:
+                yield None
+
+    def _plain(self, value: ast.expr) -> bool:
+        """Whether ``value`` carries no autograd history, by its syntax."""
+        if isinstance(value, ast.Constant):
+            return True
+        if isinstance(value, (ast.Compare, ast.JoinedStr)):
+            return True
+        if isinstance(value, ast.UnaryOp):
+            return self._plain(value.operand)
+        if isinstance(value, ast.BinOp):
+            return self._plain(value.left) and self._plain(value.right)
+        if isinstance(value, ast.BoolOp):
+            return all(self._plain(operand) for operand in value.values)
+        if isinstance(value, (ast.Tuple, ast.List)):
+            return all(self._plain(element) for element in value.elts)
+        if isinstance(value, ast.Name):
+            binding = self.model.scope_at(value).resolve(value.id)
+            return binding.scope is self.scope and self._plain_binding(binding)
+        if isinstance(value, ast.Attribute):
+            return value.attr in TENSOR_METADATA_ATTRIBUTES or value.attr == "data"
+        if isinstance(value, ast.Subscript):
+            return self._plain(value.value)
+        if isinstance(value, ast.Call):
+            func = value.func
+            if isinstance(func, ast.Name):
+                return func.id in PYTHON_VALUE_BUILTINS and self.model.scope_at(func).resolve(func.id).scope is self.model.root
+            if isinstance(func, ast.Attribute):
+                if func.attr in HISTORY_FREE_METHODS:
+                    return True
+                return func.attr in HISTORY_KEEPING_METHODS and self._plain(func.value)
+        return False
+
+
+def _counts(iterable: ast.expr) -> bool:
+    """``range(...)``: a loop target bound to Python numbers."""
+    return isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and iterable.func.id == "range"
+
+
+def _augmented_target(model: SemanticModel, name: ast.Name) -> bool:
+    """``total`` in ``total += x``, which reads it."""
+    parent = model.parent(name)
+    return isinstance(parent, ast.AugAssign) and parent.target is name
+
+
+def _elements(target: ast.expr) -> Iterator[ast.expr]:
+    if isinstance(target, (ast.Tuple, ast.List)):
+        for element in target.elts:
+            yield from _elements(element)
+    elif isinstance(target, ast.Starred):
+        yield from _elements(target.value)
+    else:
+        yield target
+
+
+def _names(target: ast.expr) -> Set[str]:
+    return {element.id for element in _elements(target) if isinstance(element, ast.Name)}
+
+
+def _binds_plainly(statement: ast.AST, name: str) -> bool:
+    """Whether ``statement`` always binds ``name`` (an assignment, an import, a definition, a ``del``)."""
+    if isinstance(statement, ast.Assign):
+        return any(name in _names(target) for target in statement.targets)
+    if isinstance(statement, ast.AnnAssign):
+        return statement.value is not None and name in _names(statement.target)
+    if isinstance(statement, (ast.Import, ast.ImportFrom)):
+        return any((alias.asname or alias.name.partition(".")[0]) == name for alias in statement.names)
+    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return statement.name == name
+    if isinstance(statement, ast.Delete):
+        return any(name in _names(target) for target in statement.targets)
+    return False
+
+
+def _statements_holding(parent: ast.AST, node: ast.AST) -> List[ast.stmt]:
+    """The statements before ``node`` in the block of ``parent`` that holds it (none if ``node`` is a
+    header part, a handler or a case)."""
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(parent, field, None)
+        if isinstance(block, list):
+            for index, statement in enumerate(block):
+                if statement is node:
+                    return block[:index]
+    return []
+
+
+def _in_body(loop: ast.AST, node: ast.AST) -> bool:
+    return any(statement is node for statement in getattr(loop, "body", ()))
+
