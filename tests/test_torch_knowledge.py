@@ -240,3 +240,17 @@ def test_from_numpy_takes_no_tensor():
     for qualified in sorted(torch_api.ARRAY_ONLY_FUNCTIONS):
         with pytest.raises(TypeError):
             _object(qualified)(torch.zeros(2))
+
+
+def test_history_free_methods_give_no_autograd_history():
+    """Called on a tensor that carries history, each gives a value that carries none (``numpy`` refuses
+    such a tensor instead)."""
+    value = torch.rand(1, requires_grad=True) * 2
+    arguments = {name: (value,) for name in ("eq", "ne", "lt", "le", "gt", "ge")}
+    for method in sorted(torch_api.HISTORY_FREE_METHODS):
+        try:
+            result = getattr(value, method)(*arguments.get(method, ()))
+        except RuntimeError:
+            assert method == "numpy"
+            continue
+        assert not (isinstance(result, torch.Tensor) and result.requires_grad), method
