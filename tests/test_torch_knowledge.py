@@ -46,6 +46,7 @@ def test_qualified_names_resolve(name):
 def test_grad_mode_names_are_what_they_say():
     assert {_object(q) for q in torch_api.GRAD_OFF} == {torch.no_grad, torch.inference_mode}
     assert {_object(q) for q in torch_api.SET_GRAD_ENABLED} == {torch.set_grad_enabled}
+    assert {_object(q) for q in torch_api.GRAD_ON} == {torch.enable_grad}
     assert {_object(q) for q in torch_api.EMPTY_CACHE} == {torch.cuda.empty_cache}
     assert {_object(q) for q in torch_api.LOADERS} == {torch.load}
 

@@ -475,10 +475,12 @@ class SemanticModel(Survey):
 
     @cached_property
     def runs_without_grad(self) -> FrozenSet[Function]:
-        """Functions whose body always runs with gradients off: a grad-off decorator, or every call
-        of it in the module (at least one) made with gradients off, lexically or from a function
-        that always runs with them off (a fixed point over the call graph)."""
+        """Functions whose body always runs with gradients off: a grad-off decorator, a method of an
+        instance whose constructor switched them off (:attr:`_after_constructor_switch`), or every
+        call of it in the module (at least one) made with gradients off, lexically or from a
+        function that always runs with them off (a fixed point over the call graph)."""
         found = {function for function in self.all_functions if self.guarded_function(function)}
+        found |= self._after_constructor_switch
         self.call_sites
         changed = True
         while changed:
@@ -490,6 +492,32 @@ class SemanticModel(Survey):
                     found.add(function)
                     changed = True
         return frozenset(found)
+
+    @cached_property
+    def _after_constructor_switch(self) -> FrozenSet[Function]:
+        """The instance methods of a class whose ``__init__`` switches gradients off for the rest of
+        the program (a ``torch.set_grad_enabled(False)`` statement in its body), in a module that
+        never switches them on again (``set_grad_enabled`` given anything but ``False``,
+        ``enable_grad``): they run on an instance, after its constructor."""
+        if any(self._may_switch_grad_on(call) for call in self.nodes(ast.Call)):
+            return frozenset()
+        found: Set[Function] = set()
+        for cls in self._definitions[1].values():
+            constructor = cls.methods.get("__init__")
+            if constructor is None or not any(
+                self.switches_grad_off(statement) and isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)
+                and is_false_constant(statement.value.args[0])
+                for statement in constructor.node.body
+            ):
+                continue
+            found.update(method for name, method in cls.methods.items() if name != "__init__" and method.receiver is not None)
+        return frozenset(found)
+
+    def _may_switch_grad_on(self, call: ast.Call) -> bool:
+        names = self.resolved_names(call.func)
+        if names and names <= torch_api.GRAD_ON:
+            return True
+        return bool(names) and names <= torch_api.SET_GRAD_ENABLED and not (call.args and is_false_constant(call.args[0]))
 
     @cached_property
     def _grad_off_regions(self) -> List[Tuple[Tuple[int, int], Tuple[int, int]]]:

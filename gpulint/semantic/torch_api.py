@@ -76,6 +76,9 @@ SET_GRAD_ENABLED = frozenset({
 """``set_grad_enabled`` under every name torch exports it by: ``semantic.grad_mode`` reads a call of it
 with anything but ``True`` as turning gradients off."""
 
+GRAD_ON = frozenset({"torch.enable_grad", "torch.autograd.enable_grad", "torch.autograd.grad_mode.enable_grad"})
+"""The context manager (and decorator) that turns gradients back on, under every name torch exports it by."""
+
 DEPRECATED_CUDA_MEMORY: Dict[str, str] = {
     f"{namespace}.{old}": new
     for namespace in ("torch.cuda", "torch.cuda.memory")
