@@ -70,6 +70,7 @@ HOLDOUT_SETS = {
     "A fourth held-out set": ("wild-holdout-4-first.json", "wild-holdout-4.json"),
     "A fifth held-out set": ("wild-holdout-5-first.json", "wild-holdout-5.json"),
     "A sixth held-out set": ("wild-holdout-6-first.json", "wild-holdout-6.json"),
+    "A seventh held-out set": ("wild-holdout-7-first.json", "wild-holdout-7.json"),
 }
 HOLDOUT_FIGURES = r"the first measurement gave (?P<first>[^;]*); now (?P<now>[^.]*(?:\.\d+[^.]*)*)\."
 

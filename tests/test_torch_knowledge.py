@@ -255,3 +255,9 @@ def test_history_free_methods_give_no_autograd_history():
             assert method == "numpy"
             continue
         assert not (isinstance(result, torch.Tensor) and result.requires_grad), method
+
+
+def test_torch_package_is_the_name_import_torch_binds():
+    namespace: dict = {}
+    exec("import torch", namespace)
+    assert namespace[torch_api.TORCH_PACKAGE] is torch

@@ -71,7 +71,7 @@ class InferenceWithoutNoGrad(Rule):
         gradients on, with those forward calls: not where the code also trains (``backward``, an
         optimizer ``step``), nor in a function whose result a backward pass may start from, nor in
         a model's own ``forward`` (what its callers may backpropagate), nor in a function that
-        always runs with gradients off, nor on a frozen model, nor on a model the module builds in
+        always runs with gradients off, nor in one only handed to other code to call back, nor on a frozen model, nor on a model the module builds in
         a module that never puts anything on an accelerator (its graph takes host memory, not the
         GPU's). In an inference-only program (``program``: a notebook, or a file with an
         ``if __name__ == "__main__":`` block; nothing in the file trains, and it loads weights), a
@@ -95,6 +95,7 @@ class InferenceWithoutNoGrad(Rule):
             calls = [call for call in forward if _builds_a_graph_on_the_gpu(model, facts, call)]
             if not calls or (scope.function is not None and (
                 scope.function in model.runs_without_grad or _forward_of_a_model(model, scope.function)
+                or _only_handed_over(model, scope.function)
                 or scope.function in model.derived(backpropagated_functions)
             )):
                 continue
@@ -263,6 +264,27 @@ class InferenceWithoutNoGrad(Rule):
         )
         new_module = module.with_changes(body=[*body[:start], wrapped, *body[end + 1 :]])
         return self.make_fix(Applicability.UNSAFE, [self.replacement_edit(module, new_module), import_edit], note=MODULE_WRAP)
+
+
+def _only_handed_over(model: SemanticModel, function: Function) -> bool:
+    """A function the module never calls but hands to other code (``diffusion.p_sample_loop(model_fn,
+    shape)``, ``Trainer(step_fn=step)``): the code that calls it back decides its grad mode (a
+    sampler runs it without gradients, a checkpointing wrapper with them)."""
+    if function.calls or function.owner is not None:
+        return False
+    binding = function.scope.parent.resolve(function.name) if function.scope.parent is not None else None
+    if binding is None:
+        return False
+    reads = [use for use in model.uses(binding) if isinstance(use.ctx, ast.Load)]
+    return bool(reads) and all(_argument_of_a_call(model, use) for use in reads)
+
+
+def _argument_of_a_call(model: SemanticModel, node: ast.expr) -> bool:
+    parent = model.parent(node)
+    if isinstance(parent, ast.keyword):
+        parent = model.parent(parent)
+        return isinstance(parent, ast.Call)
+    return isinstance(parent, ast.Call) and any(argument is node for argument in parent.args)
 
 
 def _builds_a_graph_on_the_gpu(model: SemanticModel, facts: EvaluationFacts, call: ast.Call) -> bool:

@@ -12,6 +12,8 @@ import ast
 from collections import defaultdict
 from typing import Dict, FrozenSet, Iterable, Set, Union
 
+from gpulint.semantic.torch_api import TORCH_PACKAGE
+
 class ImportTable:
     """Local name -> the dotted names an import anywhere in the module may bind it to."""
 
@@ -50,4 +52,6 @@ class ImportTable:
         tail = "." + rest if rest else ""
         found = {qualified + tail for qualified in self.bindings.get(head, ())}
         found.update(f"{module}.{dotted}" for module in self.star_modules)
+        if self.star_modules and head == TORCH_PACKAGE:
+            found.add(dotted)
         return frozenset(found)

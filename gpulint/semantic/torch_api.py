@@ -11,6 +11,11 @@ from __future__ import annotations
 
 from typing import Dict
 
+TORCH_PACKAGE = "torch"
+"""The name that importing torch's package binds. A star import of a module that imports torch
+brings that name along (``from project.modules import *``): an unbound ``torch`` under a star
+import is torch."""
+
 # -- Functions -------------------------------------------------------------------------------------
 
 LOADERS = frozenset({"torch.load", "torch.serialization.load"})
