@@ -66,7 +66,24 @@ STAYS = {
             for x in valid:  # here
                 out = net(x)
     """,
-    "a name rebound by a with statement": """
+    "a helper of the module that keeps nothing": """
+        def accuracy(output, target):
+            return (output.argmax(-1) == target).float().mean().item()
+        def f(valid):
+            scores = []
+            for v, y in valid:  # here
+                scores.append(accuracy(net(v), y))
+            return scores
+    """,
+    "batches from a generator of the module": """
+        def batches(data, size):
+            for start in range(0, len(data), size):
+                yield data[start:start + size]
+        def f(valid):
+            for v in batches(valid, 8):  # here
+                print(net(v).mean().item())
+    """,
+        "a name rebound by a with statement": """
         def f(valid):
             for x in valid:  # here
                 out = net(x)
@@ -89,6 +106,95 @@ SEEN = {
                 (net(x).sum() + out).backward()
                 for v in valid:  # here
                     out = net(v).mean()
+    """,
+    "a container the loop makes, read by the next turn": """
+        def f(batches, valid):
+            for x in batches:
+                for v in valid:  # here
+                    kept = []
+                    kept.append(net(v))
+                (net(x).sum() + kept[0].mean()).backward()
+    """,
+    "stored through an alias of self": """
+        def f(self, valid):
+            for v in valid:  # here
+                s = self
+                s.anchor = net(v)
+    """,
+    "added in place to a list it was given": """
+        def f(valid, kept):
+            for v in valid:  # here
+                kept += [net(v)]
+    """,
+    "stored by setattr": """
+        def f(self, valid):
+            for v in valid:  # here
+                setattr(self, "last", net(v))
+    """,
+    "pushed on a heap": """
+        import heapq
+        def f(valid, heap):
+            for v in valid:  # here
+                heapq.heappush(heap, net(v))
+    """,
+    "added in place to a tensor": """
+        def f(valid, acc):
+            for v in valid:  # here
+                acc.add_(net(v))
+    """,
+    "kept by a helper of the module": """
+        last = None
+        def keep(value):
+            global last
+            last = value
+        def f(valid):
+            for v in valid:  # here
+                keep(net(v))
+    """,
+    "given to a class of the module": """
+        class Box:
+            def __init__(self, value):
+                self.value = value
+        def f(valid, boxes):
+            for v in valid:  # here
+                boxes[0] = Box(net(v))
+    """,
+    "a match capture": """
+        def f(valid):
+            for v in valid:  # here
+                match net(v):
+                    case out:
+                        pass
+            return out
+    """,
+    "abs keeps history": """
+        def f(valid, kept):
+            for v in valid:  # here
+                kept.append(abs(net(v)))
+    """,
+    "read by a generator made before it": """
+        def f(valid):
+            out = 0
+            later = (out * k for k in range(3))
+            for v in valid:  # here
+                out = net(v)
+            return sum(later)
+    """,
+    "raised with an output": """
+        def f(valid):
+            for v in valid:  # here
+                raise ValueError(net(v))
+    """,
+    "an attribute as a loop target": """
+        def f(self, valid):
+            for v in valid:  # here
+                for self.last in [net(v)]:
+                    pass
+    """,
+    "a loop in a class body": """
+        class Probe:
+            for v in valid:  # here
+                out = v
     """,
     "read in the test of a while loop around it": """
         def f(valid):
@@ -172,3 +278,35 @@ def test_values_that_stay_inside(source):
 @pytest.mark.parametrize("source", list(SEEN.values()), ids=list(SEEN))
 def test_values_seen_after_the_loop(source):
     assert not _stays(source)
+
+
+def test_the_fix_of_a_loop_in_code_that_trains_keeps_no_grad_where_inference_mode_is_preferred():
+    """An inference tensor (a mask, an index) that the loop leaves for the next training step could
+    not be saved for backward: the loop fix uses ``torch.no_grad()`` whatever the preference, the
+    fix of an inference-only function ``torch.inference_mode()`` as preferred."""
+    from gpulint.engine.fixer import applicabilities, fix_text
+    from gpulint.engine.linter import lint_source
+    from gpulint.rules import ALL_RULES
+
+    rule = [r for r in ALL_RULES if r.code == "GPU004"]
+    source = textwrap.dedent("""
+        import torch
+
+        def fit(net, batches, probes, criterion, optimizer):
+            for x, y in batches:
+                criterion(net(x), y).backward()
+                optimizer.step()
+                net.eval()
+                for probe in probes:
+                    print(net(probe).argmax(-1).tolist())
+                net.train()
+
+        def predict(net, batch):
+            net.eval()
+            return net(batch).argmax(-1).tolist()
+    """)
+    options = {"prefer-inference-mode": True}
+    lint = lambda text: lint_source(text, "fit.py", rule, options=options)  # noqa: E731
+    fixed = fix_text(source, lint, applicabilities(True)).text
+    assert "with torch.no_grad():\n            for probe in probes:" in fixed
+    assert "@torch.inference_mode()\ndef predict" in fixed

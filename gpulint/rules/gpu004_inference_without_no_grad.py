@@ -169,9 +169,10 @@ class InferenceWithoutNoGrad(Rule):
             isinstance(target.target, cst.Name) and target.target.value == "_" for target in parent.targets
         )
 
-    def _grad_off_call(self) -> str:
-        """``torch.no_grad()`` (or ``torch.inference_mode()``), spelled as this file imports torch."""
-        function = "inference_mode" if self.context.options.get("prefer-inference-mode") else "no_grad"
+    def _grad_off_call(self, inference_mode: bool = True) -> str:
+        """``torch.no_grad()`` (or ``torch.inference_mode()`` where preferred and ``inference_mode``
+        allows it), spelled as this file imports torch."""
+        function = "inference_mode" if inference_mode and self.context.options.get("prefer-inference-mode") else "no_grad"
         return f"{self._torch_name() or 'torch'}.{function}()"
 
     def _torch_name(self) -> Optional[str]:
@@ -209,7 +210,8 @@ class InferenceWithoutNoGrad(Rule):
 
     def _loop_fix(self, first: cst.Call, start: Tuple[int, int]) -> FixOutcome:
         """Wrap the evaluation loop around the first forward call (the loop that starts at ``start``,
-        line and column) in a grad-off block."""
+        line and column) in ``torch.no_grad()``, never ``inference_mode``: the code around it
+        trains, and a tensor made in inference mode (a mask, an index) cannot be saved for backward."""
         loop: Optional[cst.CSTNode] = None
         node: Optional[cst.CSTNode] = first
         while node is not None and not isinstance(node, (cst.FunctionDef, cst.Module)):
@@ -223,7 +225,7 @@ class InferenceWithoutNoGrad(Rule):
         if _suspends(loop):
             return NoFix("the loop yields or awaits, and grad mode would stay off in whatever runs meanwhile")
         wrapped = cst.With(
-            items=[cst.WithItem(item=cst.parse_expression(self._grad_off_call()))],
+            items=[cst.WithItem(item=cst.parse_expression(self._grad_off_call(inference_mode=False)))],
             body=cst.IndentedBlock(body=[loop.with_changes(leading_lines=[])]),
             leading_lines=loop.leading_lines,
         )

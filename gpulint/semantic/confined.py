@@ -6,7 +6,12 @@ loop (``output, h = net(inputs, h)`` before the training step reads ``output``; 
 own ``for x, y in batches`` target); when whatever it adds to a container or stores in an attribute
 from outside it carries no history (``losses.append(loss.item())``); and when it neither returns
 nor yields such a value. Then running the loop with gradients off changes nothing that code after
-it, or the next turn of a loop around it, can backpropagate. Values that carry no history are read
+it, or the next turn of a loop around it, can backpropagate. A value that may carry history goes
+only to calls that keep nothing of it: not an in-place method (``acc.add_(out)``), ``setattr``, a
+heap push, a class of the module (whose instance keeps it), nor a function of the module that may
+store what it is given (``global``, ``nonlocal``, an attribute, an item or a container of a
+parameter); a container the loop fills with one is local only when the loop binds it afresh
+(``kept = []``) and nothing after the loop reads it. Values that carry no history are read
 by their syntax: constants, Python numbers (``.item()``, ``float(...)``, ``len(...)``), shapes,
 comparisons, indices and masks (``argmax``, ``eq``), detached tensors, arithmetic of those, and
 names bound only to those in the scope.
@@ -15,17 +20,27 @@ names bound only to those in the scope.
 from __future__ import annotations
 
 import ast
-from typing import Dict, Iterator, List, Optional, Set
+from typing import Dict, Iterator, List, Optional, Set, Tuple
 
-from gpulint.semantic.model import SemanticModel
+from gpulint.semantic.model import Function, SemanticModel
 from gpulint.semantic.scopes import COMPREHENSIONS, Binding
 from gpulint.semantic.survey import argument_values, own_nodes
 from gpulint.semantic.torch_api import DEVICE_KEEPING_TENSOR_METHODS, HISTORY_FREE_METHODS, LAYOUT_METHODS, TENSOR_METADATA_ATTRIBUTES
 
-CONTAINER_MUTATORS = frozenset({"append", "extend", "insert", "add", "update", "put", "setdefault", "appendleft", "extendleft"})
-"""Methods that store their arguments in the container they are called on (``list``, ``dict``,
-``set``, ``deque``, ``queue``)."""
-PYTHON_VALUE_BUILTINS = frozenset({"float", "int", "bool", "len", "round", "str", "abs"})
+CONTAINER_MUTATORS = frozenset({
+    "append", "extend", "insert", "add", "update", "put", "put_nowait", "setdefault", "appendleft", "extendleft",
+    "push", "send", "__setitem__", "register_buffer", "register_parameter",
+})
+"""Methods that store their arguments in the object they are called on (``list``, ``dict``, ``set``,
+``deque``, a queue, a generator, a module's buffers)."""
+STORING_FUNCTIONS = frozenset({
+    "builtins.setattr", "heapq.heappush", "heapq.heappushpop", "heapq.heapreplace", "operator.setitem",
+})
+"""Functions that store a value they are given in another object."""
+FRESH_CONTAINERS = (ast.List, ast.Set, ast.Dict, ast.ListComp, ast.SetComp, ast.DictComp)
+MAX_DEPTH = 50
+"""How many names deep a value is followed before it counts as one that may carry history."""
+PYTHON_VALUE_BUILTINS = frozenset({"float", "int", "bool", "len", "round", "str"})
 """Builtins whose result is a Python value (``float(loss)`` copies a 0-dim tensor's value out)."""
 HISTORY_KEEPING_METHODS = LAYOUT_METHODS | DEVICE_KEEPING_TENSOR_METHODS
 """Methods whose result carries history only if their receiver does (``(pred == y).sum().float()``)."""
@@ -54,28 +69,57 @@ class _Confinement:
         self.inside = list(own_nodes([loop]))
         self.inside_ids = {id(node) for node in self.inside}
         self._plain_names: Dict[Binding, bool] = {}
+        self._depth = 0
+        self._positions: Dict[int, Dict[int, Tuple[List[ast.stmt], int]]] = {}
 
     def holds(self) -> bool:
-        if any(isinstance(node, DEFINITIONS[:3]) for node in ast.walk(self.loop) if node is not self.loop):
+        if self.scope.is_class or any(
+            isinstance(node, (*DEFINITIONS[:3], ast.Match)) for node in ast.walk(self.loop) if node is not self.loop
+        ):
             return False
         bound = self._bound_inside()
         if bound is None:
             return False
         escaping = {binding for binding in bound if not self._plain_binding(binding) and not self._all_reads_rebound(binding)}
-        for node in self.inside:
-            if isinstance(node, (ast.Yield, ast.YieldFrom)):
-                return False
-            if isinstance(node, ast.Return) and node.value is not None and not self._plain(node.value):
-                return False
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in CONTAINER_MUTATORS:
-                if not self._local(node.func.value, bound, escaping) and not all(self._plain(value) for value in argument_values(node)):
-                    return False
-            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.value is not None:
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                stored = [element for target in targets for element in _elements(target) if not isinstance(element, ast.Name)]
-                if any(not self._local(element, bound, escaping) for element in stored) and not self._plain(node.value):
-                    return False
-        return not escaping
+        local = {binding for binding in bound - escaping if self._fresh_inside(binding)}
+        return not escaping and all(self._keeps_nothing(node, local) for node in self.inside)
+
+    def _keeps_nothing(self, node: ast.AST, local: Set[Binding]) -> bool:
+        """Whether ``node`` hands nothing that may carry history to a place that outlives the loop."""
+        if isinstance(node, (ast.Yield, ast.YieldFrom)):
+            return False
+        if isinstance(node, ast.Return) and node.value is not None:
+            return self._plain(node.value)
+        if isinstance(node, ast.Raise) and node.exc is not None:
+            exc = node.exc
+            return isinstance(exc, ast.Name) or (isinstance(exc, ast.Call) and all(map(self._plain, argument_values(exc))))
+        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and not self._plain(node.value):
+            return self._local(node.target, local)
+        if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, ast.Store):
+            statement = self.model.parent(node)
+            while statement is not None and isinstance(statement, (ast.Tuple, ast.List, ast.Starred)):
+                statement = self.model.parent(statement)
+            value = statement.value if isinstance(statement, (ast.Assign, ast.AugAssign, ast.AnnAssign)) else None
+            return self._local(node, local) or (value is not None and self._plain(value))
+        if isinstance(node, ast.Call) and not all(map(self._plain, argument_values(node))):
+            return self._call_keeps_nothing(node, local)
+        return True
+
+    def _call_keeps_nothing(self, call: ast.Call, local: Set[Binding]) -> bool:
+        """A call given a value that may carry history: not one that stores it."""
+        func = call.func
+        if isinstance(func, ast.Attribute) and (
+            func.attr in CONTAINER_MUTATORS or (func.attr.endswith("_") and not func.attr.endswith("__"))
+        ):
+            return self._local(func.value, local)
+        if self.model.resolved_names(func) & STORING_FUNCTIONS or (
+            isinstance(func, ast.Name) and func.id == "setattr" and func.id not in self.model.root.bound
+        ):
+            return False
+        if isinstance(func, (ast.Name, ast.Attribute)) and self.model.class_built(call) is not None:
+            return False
+        callee = self.model.callee(call)
+        return callee is None or not _may_store(self.model, callee)
 
     def _bound_inside(self) -> Optional[Set[Binding]]:
         """The bindings of the loop's scope that the loop binds; None if it binds a name of another
@@ -91,15 +135,27 @@ class _Confinement:
                 found.add(binding)
         return found
 
-    def _local(self, target: ast.expr, bound: Set[Binding], escaping: Set[Binding]) -> bool:
-        """Whether ``target`` (``buffer`` in ``buffer.append(x)``, ``d[k]``, ``s.x``) is a value the
-        loop binds and nothing after it sees."""
+    def _fresh_inside(self, binding: Binding) -> bool:
+        """Whether every binding of the name is in the loop, to a new container (``kept = []``)."""
+        stores = [use for use in self.model.uses(binding) if isinstance(use.ctx, ast.Store)]
+        if binding.name in binding.scope.parameters or not stores:
+            return False
+        for store in stores:
+            statement = self.model.parent(store)
+            if id(store) not in self.inside_ids or not (
+                isinstance(statement, ast.Assign) and statement.targets == [store] and isinstance(statement.value, FRESH_CONTAINERS)
+            ):
+                return False
+        return True
+
+    def _local(self, target: ast.expr, local: Set[Binding]) -> bool:
+        """Whether ``target`` (``kept`` in ``kept.append(x)``, ``kept[k]``, ``kept.x``) is a container
+        the loop makes and nothing after it sees."""
         while isinstance(target, (ast.Attribute, ast.Subscript)):
             target = target.value
         if not isinstance(target, ast.Name):
             return False
-        binding = self.model.scope_at(target).resolve(target.id)
-        return binding in bound and binding not in escaping
+        return self.model.scope_at(target).resolve(target.id) in local
 
     # Reads after the loop.
 
@@ -113,12 +169,13 @@ class _Confinement:
         return True
 
     def _rebound_before(self, use: ast.Name) -> bool:
-        """Whether every path from the loop to ``use`` binds its name again first (or none leads there)."""
+        """Whether every path from the loop to ``use`` binds its name again first (or none leads
+        there). A read in a lambda or a generator expression may run later: never."""
         name = use.id
         node: ast.AST = use
         while not isinstance(node, (ast.stmt, ast.excepthandler, ast.match_case)):
             parent = self.model.parent(node)
-            if parent is None or isinstance(parent, ast.Lambda):
+            if parent is None or isinstance(parent, (ast.Lambda, ast.GeneratorExp)):
                 return False
             node = parent
         if isinstance(node, ast.While) and id(node) in self.around:
@@ -129,12 +186,12 @@ class _Confinement:
                 return True
             if isinstance(parent, DEFINITIONS) and parent is not self.scope.node:
                 return False
-            siblings = _statements_holding(parent, node)
-            for earlier in reversed(siblings):
-                if _binds_plainly(earlier, name) and id(earlier) not in self.around:
-                    return True
+            block, index = self._position(parent, node)
+            for earlier in reversed(block[:index]):
                 if id(earlier) in self.around:
                     return False
+                if _binds_plainly(earlier, name):
+                    return True
             if parent is self.scope.node:
                 return True
             if isinstance(parent, (ast.For, ast.AsyncFor)) and _in_body(parent, node) and name in _names(parent.target):
@@ -147,16 +204,37 @@ class _Confinement:
                 return False
             node = parent
 
+    def _position(self, parent: ast.AST, node: ast.AST) -> Tuple[List[ast.stmt], int]:
+        """The block of ``parent`` that holds ``node`` and its index there (an empty block if
+        ``node`` is a header part, a handler or a case); each parent's blocks indexed once."""
+        positions = self._positions.get(id(parent))
+        if positions is None:
+            positions = self._positions[id(parent)] = {
+                id(statement): (block, index)
+                for field in ("body", "orelse", "finalbody")
+                for block in [getattr(parent, field, None)] if isinstance(block, list)
+                for index, statement in enumerate(block)
+            }
+        return positions.get(id(node), ([], 0))
+
     # Values without history.
 
     def _plain_binding(self, binding: Binding) -> bool:
-        """Whether every binding of the name in its scope is to a value without history (a greatest
-        fixed point: ``total = 0`` and ``total += loss.item()`` leave ``total`` plain)."""
+        """Whether every binding of the name in its scope is to a value without history that is no
+        container (a greatest fixed point: ``total = 0`` and ``total += loss.item()`` leave
+        ``total`` plain); never a parameter, whose value comes from the caller."""
         known = self._plain_names.get(binding)
         if known is not None:
             return known
+        if binding.name in binding.scope.parameters or self._depth > MAX_DEPTH:
+            return False
         self._plain_names[binding] = True
-        plain = all(self._plain(value) if value is not None else False for value in self._bound_values(binding))
+        self._depth += 1
+        values = list(self._bound_values(binding))
+        plain = bool(values) and all(
+            value is not None and not isinstance(value, FRESH_CONTAINERS) and self._plain(value) for value in values
+        )
+        self._depth -= 1
         self._plain_names[binding] = plain
         return plain
 
@@ -200,13 +278,26 @@ class _Confinement:
             return self._plain(value.value)
         if isinstance(value, ast.Call):
             func = value.func
-            if isinstance(func, ast.Name):
-                return func.id in PYTHON_VALUE_BUILTINS and self.model.scope_at(func).resolve(func.id).scope is self.model.root
+            if isinstance(func, ast.Name) and func.id in PYTHON_VALUE_BUILTINS and func.id not in self.model.root.bound:
+                return True
             if isinstance(func, ast.Attribute):
                 if func.attr in HISTORY_FREE_METHODS:
                     return True
-                return func.attr in HISTORY_KEEPING_METHODS and self._plain(func.value)
+                if func.attr in HISTORY_KEEPING_METHODS and self._plain(func.value):
+                    return True
+            return self._returns_plain(self.model.callee(value))
         return False
+
+    def _returns_plain(self, function: Optional[Function]) -> bool:
+        """Whether a function of the module returns, wherever it returns, a value without history
+        (``return (out.argmax(-1) == y).float().mean().item()``)."""
+        if function is None or self._depth > MAX_DEPTH:
+            return False
+        returns = [node for node in own_nodes(function.node.body) if isinstance(node, ast.Return)]
+        self._depth += 1
+        plain = bool(returns) and all(node.value is not None and self._plain(node.value) for node in returns)
+        self._depth -= 1
+        return plain
 
 
 def _counts(iterable: ast.expr) -> bool:
@@ -249,18 +340,29 @@ def _binds_plainly(statement: ast.AST, name: str) -> bool:
     return False
 
 
-def _statements_holding(parent: ast.AST, node: ast.AST) -> List[ast.stmt]:
-    """The statements before ``node`` in the block of ``parent`` that holds it (none if ``node`` is a
-    header part, a handler or a case)."""
-    for field in ("body", "orelse", "finalbody"):
-        block = getattr(parent, field, None)
-        if isinstance(block, list):
-            for index, statement in enumerate(block):
-                if statement is node:
-                    return block[:index]
-    return []
-
-
 def _in_body(loop: ast.AST, node: ast.AST) -> bool:
     return any(statement is node for statement in getattr(loop, "body", ()))
+
+
+def _may_store(model: SemanticModel, function: Function) -> bool:
+    """Whether a function of the module may keep what it is given: it declares a name ``global`` or
+    ``nonlocal``, or stores into an attribute, an item or a container of a parameter (``self.cache
+    = x``, ``buffer.append(x)``). A generator keeps its arguments only while it lives."""
+    parameters = set(function.scope.parameters)
+
+    def of_a_parameter(node: ast.expr) -> bool:
+        while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
+            node = node.func if isinstance(node, ast.Call) else node.value
+        return isinstance(node, ast.Name) and node.id in parameters
+
+    for node in own_nodes(function.node.body):
+        if isinstance(node, (ast.Global, ast.Nonlocal)):
+            return True
+        if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, ast.Store) and of_a_parameter(node):
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
+            node.func.attr in CONTAINER_MUTATORS or (node.func.attr.endswith("_") and not node.func.attr.endswith("__"))
+        ) and of_a_parameter(node.func.value):
+            return True
+    return False
 

@@ -497,29 +497,36 @@ class SemanticModel(Survey):
 
     @cached_property
     def _after_constructor_switch(self) -> FrozenSet[Function]:
-        """The instance methods of a class whose ``__init__`` switches gradients off for the rest of
-        the program (a ``torch.set_grad_enabled(False)`` statement in its body), in a module that
-        never switches them on again (``set_grad_enabled`` given anything but ``False``,
-        ``enable_grad``): they run on an instance, after its constructor."""
-        if any(self._may_switch_grad_on(call) for call in self.nodes(ast.Call)):
+        """The instance methods of a class whose ``__init__`` first switches gradients off for the
+        rest of the program (a ``torch.set_grad_enabled(False)`` statement, with no call or
+        ``return`` before it), in a module that never switches them on again (``set_grad_enabled``
+        given anything but ``False``, ``enable_grad`` in any form): they run on an instance, after
+        its constructor."""
+        if any(self._may_switch_grad_on(node) for node in [*self.nodes(ast.Call), *self.nodes(ast.Attribute), *self.nodes(ast.Name)]):
             return frozenset()
         found: Set[Function] = set()
         for cls in self._definitions[1].values():
             constructor = cls.methods.get("__init__")
-            if constructor is None or not any(
-                self.switches_grad_off(statement) and isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)
-                and is_false_constant(statement.value.args[0])
-                for statement in constructor.node.body
-            ):
-                continue
-            found.update(method for name, method in cls.methods.items() if name != "__init__" and method.receiver is not None)
+            if constructor is not None and self._switches_grad_off_first(constructor.node.body):
+                found.update(method for name, method in cls.methods.items() if name != "__init__" and method.receiver is not None)
         return frozenset(found)
 
-    def _may_switch_grad_on(self, call: ast.Call) -> bool:
-        names = self.resolved_names(call.func)
-        if names and names <= torch_api.GRAD_ON:
-            return True
-        return bool(names) and names <= torch_api.SET_GRAD_ENABLED and not (call.args and is_false_constant(call.args[0]))
+    def _switches_grad_off_first(self, body: Sequence[ast.stmt]) -> bool:
+        for statement in body:
+            if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call) and self.switches_grad_off(statement):
+                return is_false_constant(statement.value.args[0])
+            if any(isinstance(node, (ast.Call, ast.Return)) for node in ast.walk(statement)):
+                return False
+        return False
+
+    def _may_switch_grad_on(self, node: ast.AST) -> bool:
+        """``enable_grad`` in any form (a call, a decorator, an alias), or ``set_grad_enabled`` called
+        with anything but ``False``."""
+        if isinstance(node, ast.Call):
+            names = self.resolved_names(node.func)
+            return bool(names) and names <= torch_api.SET_GRAD_ENABLED and not (node.args and is_false_constant(node.args[0]))
+        names = self.resolved_names(node)
+        return bool(names) and names <= torch_api.GRAD_ON
 
     @cached_property
     def _grad_off_regions(self) -> List[Tuple[Tuple[int, int], Tuple[int, int]]]:
