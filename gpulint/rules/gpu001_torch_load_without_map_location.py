@@ -17,6 +17,7 @@ from gpulint.semantic.dead_code import never_runs
 from gpulint.semantic.mapping_use import MappingUse
 from gpulint.semantic.model import Function, SemanticModel
 from gpulint.semantic.moved_at_once import moved_to_gpu_at_once
+from gpulint.semantic.live_optimizer import restores_live_optimizer
 from gpulint.semantic.read_back import ReadBack, loaded_path
 from gpulint.semantic.run_as_loaded import run_on_gpu_inputs_as_loaded
 from gpulint.semantic.survey import ast_dotted_name, ast_full_name, own_nodes
@@ -92,6 +93,8 @@ class TorchLoadWithoutMapLocation(Rule):
             return cls.make_fix(Applicability.SAFE, [edit])
         if isinstance(model.parent(call), ast.Return):
             return NoFix(RETURNED_WHOLE)
+        if restores_live_optimizer(model, call):
+            return NoFix(OPTIMIZER_RESTORED)
         if use.importable is not None:
             note = f"`{use.importable}` is bound at module level, where another module may import it and use it on the GPU"
         else:
@@ -104,6 +107,12 @@ RETURNED_WHOLE = (
     "read (a whole model restored onto the GPU would meet GPU inputs)"
 )
 """Why there is no fix for ``return torch.load(path)``."""
+
+OPTIMIZER_RESTORED = (
+    "the load restores a whole optimizer the code goes on stepping: its state must stay on the device "
+    "of the parameters it updates, and on the CPU it would not follow the model back to the GPU"
+)
+"""Why there is no fix for a load that restores a live optimizer."""
 
 
 def _call_edit(model: SemanticModel, call: ast.Call, change: Callable[[cst.Call], cst.Call]) -> Optional[Edit]:

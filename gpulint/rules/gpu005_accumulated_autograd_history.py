@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import ast
 import re
 from typing import FrozenSet, Iterator, List, Optional, Set, Tuple, Union
@@ -154,10 +155,30 @@ class AccumulatedAutogradHistory(Rule):
             if isinstance(current, (cst.For, cst.While)):
                 if not self._outlives_iteration(accumulated, current):
                     return None
-                if _draws_batches(current):
+                if _draws_batches(current) and not self._pieces_of_a_batch(current):
                     return current
             current = self._parent(current)
         return None
+
+    def _pieces_of_a_batch(self, loop: Union[cst.For, cst.While]) -> bool:
+        """A loop over pieces of one batch of a loop around it that draws batches (``for chunk in
+        subdivide(batch)``, every name its iterable reads bound in that loop's body or target): what
+        it sums or collects is summed within one step; builtins such as ``zip`` aside)."""
+        if not isinstance(loop, cst.For):
+            return False
+        parts = list(subexpressions(loop.iter))
+        attributes = {id(node.attr) for node in parts if isinstance(node, cst.Attribute)}
+        read = {node.value for node in parts if isinstance(node, cst.Name) and id(node) not in attributes} - BUILTIN_NAMES
+        outer = self._parent(loop)
+        while not isinstance(outer, (cst.Module, cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            if isinstance(outer, cst.For) and _draws_batches(outer):
+                bound = _names_of(outer.target) | {
+                    name for node in subexpressions(outer.body) if isinstance(node, cst.Assign)
+                    for target in node.targets for name in _names_of(target.target)
+                }
+                return bool(read) and read <= bound
+            outer = self._parent(outer)
+        return False
 
     def _in_batch_helper(self, scope_node: cst.CSTNode) -> bool:
         """A loss or criterion (what it sums is what the caller backpropagates) or a collate function."""
@@ -396,6 +417,9 @@ def _backward_names(loop: cst.CSTNode) -> Set[str]:
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "backward"
         and isinstance(node.func.value, cst.Name)
     }
+
+
+BUILTIN_NAMES = frozenset(dir(builtins))
 
 
 def _words(name: str) -> Set[str]:

@@ -123,6 +123,13 @@ FLOAT_DTYPES = frozenset({"float", "float16", "float32", "float64", "half", "bfl
 """The floating-point ``torch`` dtypes, by attribute name (``torch.float16``): ``analysis.tensors``
 reads a shape factory given another ``dtype`` as a small allocation."""
 
+OPTIMIZER_NAMESPACE = "torch.optim."
+"""Where torch's optimizers live (``torch.optim.SGD``, ``torch.optim.Adam``...): GPU001 reads a name
+bound to one of them as a live optimizer."""
+
+OPTIMIZER_STEPS = frozenset({"step", "zero_grad"})
+"""What training calls on an optimizer (GPU001 reads a loaded value stepped so as a live optimizer)."""
+
 # -- Tensor methods and attributes -----------------------------------------------------------------
 
 TENSOR_METADATA_ATTRIBUTES = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad"})
