@@ -14,6 +14,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider, QualifiedNameProv
 
 from gpulint.analysis.names import NameResolver
 from gpulint.semantic.model import SemanticModel
+from gpulint.semantic.torch_api import TORCH_PACKAGE
 
 FIXTURES = sorted(p for p in (Path(__file__).parent.parent / "fixtures").rglob("*.py") if "snapshots" not in p.parts)
 
@@ -65,8 +66,10 @@ def test_model_names_agree_with_libcst_but_for_bindings_and_star_imports(path):
     for func, from_model, from_libcst in _pairs(source, with_model=True):
         code = cst.Module([]).code_for_node(func)
         extra, missing = from_model - from_libcst, from_libcst - from_model
-        # The model adds what a star import may bind, and drops an import a binding may shadow.
-        assert all(any(name.startswith(f"{module}.") for module in star_modules) for name in extra), code
+        # The model adds what a star import may bind (an unbound ``torch`` under one is the torch its
+        # module imported), and drops an import a binding may shadow.
+        reexported = bool(star_modules) and code.split(".")[0] == TORCH_PACKAGE
+        assert all(any(name.startswith(f"{module}.") for module in star_modules) or reexported for name in extra), code
         assert not missing or code.split(".")[0] in shadowing, code
 
 
@@ -91,3 +94,13 @@ def test_builtins_are_named_as_libcst_names_them():
 def test_without_a_model_libcst_answers():
     pairs = _pairs("import torch as t\nt.cuda.empty_cache()\n", with_model=False)
     assert [names for _, names, _ in pairs] == [{"torch.cuda.empty_cache"}]
+
+
+def test_an_unbound_torch_under_a_star_import_is_the_torch_its_module_imported():
+    [(_, names, _)] = _pairs("from project.networks import *\ntorch.load(p)\n", with_model=True)
+    assert names == {"torch.load"}
+
+
+def test_a_torch_bound_here_is_not_replaced_under_a_star_import():
+    [(_, names, _)] = _pairs("from project.networks import *\nimport torch as th\ntorch = th.nn\ntorch.load(p)\n", with_model=True)
+    assert "torch.load" not in names
