@@ -269,24 +269,31 @@ class InferenceWithoutNoGrad(Rule):
 
 
 def _only_handed_over(model: SemanticModel, function: Function) -> bool:
-    """A function the module never calls but hands to other code (``diffusion.p_sample_loop(model_fn,
-    shape)``, ``Trainer(step_fn=step)``): the code that calls it back decides its grad mode (a
-    sampler runs it without gradients, a checkpointing wrapper with them)."""
+    """A function the module never calls but hands to a method of an object it made
+    (``diffusion.p_sample_loop(model_fn, shape)``, where ``diffusion`` is what a factory returned):
+    that object's code calls it back under its own grad mode (a sampler runs it without gradients).
+    Not a function handed to a builtin (``map``), to an import (``threading.Thread``,
+    ``gr.Interface``) or to code of the module, which run it with gradients on."""
     if function.calls or function.owner is not None:
         return False
     binding = function.scope.parent.resolve(function.name) if function.scope.parent is not None else None
     if binding is None:
         return False
     reads = [use for use in model.uses(binding) if isinstance(use.ctx, ast.Load)]
-    return bool(reads) and all(_argument_of_a_call(model, use) for use in reads)
+    return bool(reads) and all(_handed_to_an_objects_method(model, use) for use in reads)
 
 
-def _argument_of_a_call(model: SemanticModel, node: ast.expr) -> bool:
+def _handed_to_an_objects_method(model: SemanticModel, node: ast.expr) -> bool:
     parent = model.parent(node)
     if isinstance(parent, ast.keyword):
         parent = model.parent(parent)
-        return isinstance(parent, ast.Call)
-    return isinstance(parent, ast.Call) and any(argument is node for argument in parent.args)
+    elif not (isinstance(parent, ast.Call) and any(argument is node for argument in parent.args)):
+        return False
+    return (
+        isinstance(parent, ast.Call) and isinstance(parent.func, ast.Attribute)
+        and not model.resolved_names(parent.func) and model.callee(parent) is None
+        and model.class_built(parent.func.value) is None
+    )
 
 
 def _builds_a_graph_on_the_gpu(model: SemanticModel, facts: EvaluationFacts, call: ast.Call) -> bool:

@@ -162,21 +162,33 @@ class AccumulatedAutogradHistory(Rule):
 
     def _pieces_of_a_batch(self, loop: Union[cst.For, cst.While]) -> bool:
         """A loop over pieces of one batch of a loop around it that draws batches (``for chunk in
-        subdivide(batch)``, every name its iterable reads bound in that loop's body or target): what
-        it sums or collects is summed within one step; builtins such as ``zip`` aside)."""
+        zip(data.chunk(4), targets.chunk(4))``): every name its iterable reads is that loop's target
+        or a name its body binds to a value computed from the target (builtins such as ``zip``
+        aside), and none is named for a loader (``for x, y in loader`` over an outer loop's
+        loaders draws batches of its own). What it sums or collects is summed within one step."""
         if not isinstance(loop, cst.For):
             return False
         parts = list(subexpressions(loop.iter))
         attributes = {id(node.attr) for node in parts if isinstance(node, cst.Attribute)}
         read = {node.value for node in parts if isinstance(node, cst.Name) and id(node) not in attributes} - BUILTIN_NAMES
+        if not read or any(_words(name) & LOADER_WORDS for name in read):
+            return False
         outer = self._parent(loop)
         while not isinstance(outer, (cst.Module, cst.FunctionDef, cst.Lambda, cst.ClassDef)):
             if isinstance(outer, cst.For) and _draws_batches(outer):
-                bound = _names_of(outer.target) | {
-                    name for node in subexpressions(outer.body) if isinstance(node, cst.Assign)
-                    for target in node.targets for name in _names_of(target.target)
-                }
-                return bool(read) and read <= bound
+                pieces = _plain_names(outer.target)
+                assignments = [node for node in subexpressions(outer.body) if isinstance(node, cst.Assign)]
+                changed = True
+                while changed:
+                    changed = False
+                    for node in assignments:
+                        if {n.value for n in subexpressions(node.value) if isinstance(n, cst.Name)} & pieces:
+                            for target in node.targets:
+                                new = _plain_names(target.target) - pieces
+                                if new:
+                                    pieces |= new
+                                    changed = True
+                return read <= pieces
             outer = self._parent(outer)
         return False
 
@@ -420,6 +432,19 @@ def _backward_names(loop: cst.CSTNode) -> Set[str]:
 
 
 BUILTIN_NAMES = frozenset(dir(builtins))
+LOADER_WORDS = frozenset({"loader", "loaders", "dataloader", "dataloaders", "dl", "iterator", "dataset", "datasets", "ds"})
+"""Words of a name that holds a loader or a dataset, whose loop draws batches of its own."""
+
+
+def _plain_names(target: cst.BaseExpression) -> Set[str]:
+    """The names a target binds itself (``a`` and ``b`` of ``a, b``; not ``self`` of ``self.x``)."""
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return {name for element in target.elements for name in _plain_names(element.value)}
+    if isinstance(target, cst.StarredElement):
+        return _plain_names(target.value)
+    return set()
 
 
 def _words(name: str) -> Set[str]:
