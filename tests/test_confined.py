@@ -151,13 +151,14 @@ SEEN = {
             for v in valid:  # here
                 keep(net(v))
     """,
-    "given to a class of the module": """
+    "given to a class of the module, whose instance a shelf keeps": """
         class Box:
-            def __init__(self, value):
+            def __init__(self, value, shelf):
                 self.value = value
-        def f(valid, boxes):
+                shelf.append(self)
+        def f(valid, shelf):
             for v in valid:  # here
-                boxes[0] = Box(net(v))
+                Box(net(v), shelf)
     """,
     "a match capture": """
         def f(valid):
