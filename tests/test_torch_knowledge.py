@@ -261,3 +261,19 @@ def test_torch_package_is_the_name_import_torch_binds():
     namespace: dict = {}
     exec("import torch", namespace)
     assert namespace[torch_api.TORCH_PACKAGE] is torch
+
+
+def test_value_builtins_give_python_values_of_a_tensor_with_history():
+    """Each gives a Python value of a one-element tensor with history (``round`` refuses a tensor
+    instead)."""
+    import builtins
+
+    value = torch.rand(1, requires_grad=True) * 2
+    for name in sorted(torch_api.VALUE_BUILTINS):
+        try:
+            result = getattr(builtins, name)(value)
+        except TypeError:
+            assert name == "round"
+            continue
+        assert not isinstance(result, torch.Tensor), name
+    assert torch_api.VALUE_BUILTINS <= torch_api.RELEASING_BUILTINS

@@ -23,14 +23,13 @@ from gpulint.semantic.torch_api import (
     MODULE_METHODS,
     NON_TENSOR_ATTRIBUTES,
     NON_TENSOR_METHODS,
+    RELEASING_BUILTINS,
     SHAPE_FACTORIES,
+    VALUE_BUILTINS,
     is_module_constructor,
     is_torch_tensor_function,
 )
 
-RELEASING_BUILTINS = frozenset({"float", "int", "bool", "str", "len", "round", "repr", "list", "tuple"})
-"""Builtins whose result holds no GPU tensor (``float(loss)``); ``list(t)`` keeps tensors only of a
-tensor, and is judged by its argument."""
 CRITERION_SUFFIXES = ("criterion", "loss_fn", "loss_func", "loss_function")
 """How a loss function or module bound to a name is usually named: its result holds a graph."""
 RELEASING_METHODS = NON_TENSOR_METHODS | {"keys"}
@@ -168,7 +167,7 @@ class TensorLikeness:
         if isinstance(value, cst.Name):
             return value.value in ("None", "True", "False")
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Name):
-            return value.func.value in RELEASING_BUILTINS - {"list", "tuple"}
+            return value.func.value in VALUE_BUILTINS
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
             return value.func.attr.value in RELEASING_METHODS or (value.func.attr.value == "to" and _moves_to_cpu(value))
         return False

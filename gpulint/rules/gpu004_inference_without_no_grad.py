@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import ast
-from typing import Dict, List, Optional, Sequence, Set, Tuple, Union
+from itertools import takewhile
+from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider
@@ -340,14 +341,9 @@ def _evaluation_loops(model: SemanticModel, scope: ScopeFacts, calls: List[ast.C
     ]
 
 
-def _ancestors(model: SemanticModel, node: ast.AST, scope: ast.AST) -> List[ast.AST]:
+def _ancestors(model: SemanticModel, node: ast.AST, scope: ast.AST) -> Iterator[ast.AST]:
     """The nodes around ``node`` up to ``scope``, innermost first."""
-    found = []
-    parent = model.parent(node)
-    while parent is not None and parent is not scope:
-        found.append(parent)
-        parent = model.parent(parent)
-    return found
+    return takewhile(lambda ancestor: ancestor is not scope, model.ancestors(node))
 
 
 def _may_train_inside(model: SemanticModel, loop: ast.stmt, forward: List[ast.Call]) -> bool:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import builtins
 import ast
 import re
 from typing import FrozenSet, Iterator, List, Optional, Set, Tuple, Union
@@ -18,7 +17,7 @@ from gpulint.engine.diagnostics import Applicability, FixOutcome, NoFix
 from gpulint.engine.rule import FixAvailability, Rule
 from gpulint.semantic.backward import backpropagated_functions
 from gpulint.semantic.history import AutogradHistory, only_detached
-from gpulint.semantic.model import SemanticModel
+from gpulint.semantic.model import BUILTIN_NAMES, SemanticModel
 from gpulint.semantic.survey import Survey, argument_values, ast_dotted_name
 from gpulint.semantic.torch_api import AUTOGRAD_ENTRY_POINTS, is_torch_tensor_function
 
@@ -431,7 +430,6 @@ def _backward_names(loop: cst.CSTNode) -> Set[str]:
     }
 
 
-BUILTIN_NAMES = frozenset(dir(builtins))
 LOADER_WORDS = frozenset({"loader", "loaders", "dataloader", "dataloaders", "dl", "iterator", "dataset", "datasets", "ds"})
 """Words of a name that holds a loader or a dataset, whose loop draws batches of its own."""
 

@@ -25,7 +25,13 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 from gpulint.semantic.model import Function, SemanticModel
 from gpulint.semantic.scopes import COMPREHENSIONS, Binding
 from gpulint.semantic.survey import argument_values, own_nodes
-from gpulint.semantic.torch_api import DEVICE_KEEPING_TENSOR_METHODS, HISTORY_FREE_METHODS, LAYOUT_METHODS, TENSOR_METADATA_ATTRIBUTES
+from gpulint.semantic.torch_api import (
+    DEVICE_KEEPING_TENSOR_METHODS,
+    HISTORY_FREE_METHODS,
+    LAYOUT_METHODS,
+    TENSOR_METADATA_ATTRIBUTES,
+    VALUE_BUILTINS,
+)
 
 CONTAINER_MUTATORS = frozenset({
     "append", "extend", "insert", "add", "update", "put", "put_nowait", "setdefault", "appendleft", "extendleft",
@@ -40,12 +46,10 @@ STORING_FUNCTIONS = frozenset({
 FRESH_CONTAINERS = (ast.List, ast.Set, ast.Dict, ast.ListComp, ast.SetComp, ast.DictComp)
 MAX_DEPTH = 50
 """How many names deep a value is followed before it counts as one that may carry history."""
-PYTHON_VALUE_BUILTINS = frozenset({"float", "int", "bool", "len", "round", "str"})
-"""Builtins whose result is a Python value (``float(loss)`` copies a 0-dim tensor's value out)."""
 HISTORY_KEEPING_METHODS = LAYOUT_METHODS | DEVICE_KEEPING_TENSOR_METHODS
 """Methods whose result carries history only if their receiver does (``(pred == y).sum().float()``)."""
-DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
-LOOPS = (ast.For, ast.AsyncFor, ast.While)
+NAMED_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+DEFINITIONS = (*NAMED_DEFINITIONS, ast.Lambda)
 EXCLUSIVE = (ast.If, ast.Match)
 """Statements whose parts run one at a time: a value bound in one part never reaches another."""
 
@@ -60,12 +64,8 @@ class _Confinement:
         self.model = model
         self.loop = loop
         self.scope = model.scope_at(loop)
-        self.around: Set[int] = set()
+        self.around = {id(loop), *map(id, model.ancestors(loop))}
         """The loop and every node around it."""
-        node: Optional[ast.AST] = loop
-        while node is not None:
-            self.around.add(id(node))
-            node = model.parent(node)
         self.inside = list(own_nodes([loop]))
         self.inside_ids = {id(node) for node in self.inside}
         self._plain_names: Dict[Binding, bool] = {}
@@ -74,7 +74,7 @@ class _Confinement:
 
     def holds(self) -> bool:
         if self.scope.is_class or any(
-            isinstance(node, (*DEFINITIONS[:3], ast.Match)) for node in ast.walk(self.loop) if node is not self.loop
+            isinstance(node, (*NAMED_DEFINITIONS, ast.Match)) for node in ast.walk(self.loop) if node is not self.loop
         ):
             return False
         bound = self._bound_inside()
@@ -108,9 +108,7 @@ class _Confinement:
     def _call_keeps_nothing(self, call: ast.Call, local: Set[Binding]) -> bool:
         """A call given a value that may carry history: not one that stores it."""
         func = call.func
-        if isinstance(func, ast.Attribute) and (
-            func.attr in CONTAINER_MUTATORS or (func.attr.endswith("_") and not func.attr.endswith("__"))
-        ):
+        if isinstance(func, ast.Attribute) and _stores_into_receiver(func.attr):
             return self._local(func.value, local)
         if self.model.resolved_names(func) & STORING_FUNCTIONS or (
             isinstance(func, ast.Name) and func.id == "setattr" and func.id not in self.model.root.bound
@@ -278,7 +276,7 @@ class _Confinement:
             return self._plain(value.value)
         if isinstance(value, ast.Call):
             func = value.func
-            if isinstance(func, ast.Name) and func.id in PYTHON_VALUE_BUILTINS and func.id not in self.model.root.bound:
+            if isinstance(func, ast.Name) and func.id in VALUE_BUILTINS and func.id not in self.model.root.bound:
                 return True
             if isinstance(func, ast.Attribute):
                 if func.attr in HISTORY_FREE_METHODS:
@@ -360,9 +358,14 @@ def _may_store(model: SemanticModel, function: Function) -> bool:
             return True
         if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, ast.Store) and of_a_parameter(node):
             return True
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
-            node.func.attr in CONTAINER_MUTATORS or (node.func.attr.endswith("_") and not node.func.attr.endswith("__"))
-        ) and of_a_parameter(node.func.value):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and _stores_into_receiver(node.func.attr) and (
+            of_a_parameter(node.func.value)
+        ):
             return True
     return False
+
+
+def _stores_into_receiver(method: str) -> bool:
+    """A container's storing method, or an in-place tensor method (``add_``, not ``__len__``)."""
+    return method in CONTAINER_MUTATORS or (method.endswith("_") and not method.endswith("__"))
 

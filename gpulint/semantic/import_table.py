@@ -14,6 +14,7 @@ from typing import Dict, FrozenSet, Iterable, Set, Union
 
 from gpulint.semantic.torch_api import TORCH_PACKAGE
 
+
 class ImportTable:
     """Local name -> the dotted names an import anywhere in the module may bind it to."""
 

@@ -26,7 +26,8 @@ from gpulint.semantic.survey import Survey, ast_dotted_name, ast_full_name, is_f
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 Derived = TypeVar("Derived")
-_BUILTINS = frozenset(dir(builtins))
+BUILTIN_NAMES = frozenset(dir(builtins))
+"""The names Python binds in every module without an import."""
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 GRAD_OFF_WORDS = ("no_grad", "inference_mode")
@@ -346,8 +347,9 @@ class SemanticModel(Survey):
         """The qualified names of a name or attribute chain, by binding: ``F.relu`` is
         ``torch.nn.functional.relu`` where ``F`` is bound by ``import torch.nn.functional as F``; a
         name no scope binds may come from a star import (``from torch import *``), and an unbound
-        ``torch`` under one is torch (:data:`torch_api.TORCH_PACKAGE`); a name bound other than by an import (a parameter, a local function, an assignment) has none, and one
-        bound both ways has its own name among them too (it may be either)."""
+        ``torch`` under one is torch (:data:`torch_api.TORCH_PACKAGE`); a name bound other than by
+        an import (a parameter, a local function, an assignment) has none, and one bound both ways
+        has its own name among them too (it may be either)."""
         dotted = ast_full_name(node)
         if dotted is None or not self.qualified_names(node):
             return frozenset()
@@ -381,7 +383,7 @@ class SemanticModel(Survey):
         node = self._names_by_span.get(span)
         if node is None:
             return frozenset()
-        if isinstance(node, ast.Name) and node.id in _BUILTINS and node.id not in self.scope_at(node).resolve(node.id).scope.bound:
+        if isinstance(node, ast.Name) and node.id in BUILTIN_NAMES and node.id not in self.scope_at(node).resolve(node.id).scope.bound:
             return frozenset({f"builtins.{node.id}"}) | self.resolved_names(node)
         return self.resolved_names(node)
 

@@ -148,6 +148,13 @@ class Survey:
         """The node ``node`` is a child of (None for the module)."""
         return self._walk.parent.get(id(node))
 
+    def ancestors(self, node: ast.AST) -> Iterator[ast.AST]:
+        """The nodes around ``node``, innermost first, up to the module."""
+        parent = self.parent(node)
+        while parent is not None:
+            yield parent
+            parent = self.parent(parent)
+
     def nodes(self, node_type: Type[NodeType]) -> List[NodeType]:
         """Every node of exactly ``node_type``."""
         return self._walk.by_type.get(node_type, [])  # type: ignore[return-value]

@@ -187,6 +187,14 @@ INDEX_METHODS = frozenset({"argmax", "argmin", "nonzero", "argsort", "bool", "lo
 """Tensor methods whose result is indices or a mask: a few bytes whatever the input's size
 (``analysis.tensors`` adds transformers' ``generate``, whose result is token ids)."""
 
+RELEASING_BUILTINS = frozenset({"float", "int", "bool", "str", "len", "round", "repr", "list", "tuple"})
+"""Builtins whose result holds no GPU tensor (``float(loss)``); ``list(t)`` keeps tensors only of a
+tensor, and is judged by its argument."""
+
+VALUE_BUILTINS = RELEASING_BUILTINS - {"list", "tuple"}
+"""Builtins whose result is a Python value whatever they are given, without a tensor or its history
+(``analysis.tensors`` and ``semantic.confined`` read them)."""
+
 HISTORY_FREE_METHODS = TENSOR_TO_PYTHON_METHODS | TENSOR_SHAPE_METHODS | INDEX_METHODS | frozenset({
     "detach", "numpy", "eq", "ne", "lt", "le", "gt", "ge",
 })
