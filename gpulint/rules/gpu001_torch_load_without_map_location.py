@@ -13,6 +13,7 @@ from gpulint.engine.diagnostics import Applicability, Diagnostic, Edit, FixOutco
 from gpulint.engine.rule import FixAvailability, Rule
 from gpulint.engine.test_modules import is_test_module
 from gpulint.semantic.array_data import ArrayData
+from gpulint.semantic.construction_weights import loaded_while_built
 from gpulint.semantic.dead_code import never_runs
 from gpulint.semantic.mapping_use import MappingUse
 from gpulint.semantic.model import Function, SemanticModel
@@ -178,14 +179,15 @@ def _holds_no_device_tensors(model: SemanticModel, call: ast.Call) -> bool:
     (``if not os.path.exists(path): load_file_from_url(...)``, or in the ``else`` of
     ``if os.path.exists(path):``, the path by name, attribute chain or as the same string) — or
     by every caller before the call, for a path read from a parameter (``define_model(args)``
-    loading ``args.model_path``, which ``main`` fetches when missing); or a payload a part of which
+    loading ``args.model_path``, which ``main`` fetches when missing); the weights a class's
+    constructor builds its network with (published pretrained weights); or a payload a part of which
     the code uses as a numpy array."""
     loaded = loaded_path(call)
     if loaded is None:
         return False
     if NON_TENSOR_PAYLOADS & {word.lower() for word in _words_in(loaded)}:
         return True
-    if _is_download(model, loaded):
+    if _is_download(model, loaded) or loaded_while_built(model, call):
         return True
     function = model.innermost_function(call)
     scope: ast.AST = function.node if function is not None else model.tree
