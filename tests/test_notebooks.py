@@ -22,7 +22,7 @@ def _notebook(*sources, markdown_first=True) -> str:
     return json.dumps(document, indent=1, ensure_ascii=False) + "\n"
 
 
-SAFE_LOAD = 'model = torch.nn.Linear(2, 2)\nmodel.load_state_dict(torch.load("w.pt"))'
+SAFE_LOAD = 'model = torch.nn.Linear(1024, 1024)\nmodel.load_state_dict(torch.load("w.pt"))'
 
 
 def test_diagnostics_point_to_the_cell(tmp_path):
@@ -129,10 +129,10 @@ def test_discovery_includes_notebooks_but_not_checkpoints(tmp_path):
 def test_a_notebooks_own_load_is_fixed_by_plain_fix(tmp_path):
     """No module imports a notebook, so its module-level state dict is only what its cells do with it."""
     loading = 'state = torch.load("w.pt")\nmodel.load_state_dict(state["model"])'
-    (tmp_path / "nb.ipynb").write_text(_notebook("import torch\nmodel = torch.nn.Linear(2, 2)", loading), encoding="utf-8")
+    (tmp_path / "nb.ipynb").write_text(_notebook("import torch\nmodel = torch.nn.Linear(1024, 1024)", loading), encoding="utf-8")
     assert run_gpulint(["--fix", "nb.ipynb"], cwd=tmp_path).returncode == 0
     assert 'torch.load(\\"w.pt\\", map_location=\\"cpu\\")' in (tmp_path / "nb.ipynb").read_text(encoding="utf-8")
-    (tmp_path / "as_module.py").write_text('import torch\nmodel = torch.nn.Linear(2, 2)\n' + loading + "\n")
+    (tmp_path / "as_module.py").write_text('import torch\nmodel = torch.nn.Linear(1024, 1024)\n' + loading + "\n")
     assert run_gpulint(["--fix", "as_module.py"], cwd=tmp_path).returncode == 1, "an importable module keeps it unsafe"
 
 
@@ -163,7 +163,7 @@ def _fix_twice(folder) -> str:
 )
 def test_cell_magics_that_run_python_have_their_body_checked(tmp_path, magic):
     bash = "%%bash\nfor f in *; do\n    echo $f\ndone"
-    original = _notebook("import torch\nmodel = torch.nn.Linear(2, 2)", f"{magic}\nx = 1\n{LOAD}", bash)
+    original = _notebook("import torch\nmodel = torch.nn.Linear(1024, 1024)", f"{magic}\nx = 1\n{LOAD}", bash)
     (tmp_path / "nb.ipynb").write_text(original, encoding="utf-8")
     result = run_gpulint(["check", "--format", "concise", "nb.ipynb"], cwd=tmp_path)
     assert result.returncode == 1, result.stdout + result.stderr
@@ -178,7 +178,7 @@ def test_statements_run_under_time_and_timeit_are_checked_in_their_own_columns(t
         f"%time {LOAD}\nfor _ in range(2):\n    %timeit -n 10 -r 3 {LOAD}\n"
         "%time x = (1,\n%timeit -q"
     )
-    original = _notebook("import torch\nmodel = torch.nn.Linear(2, 2)", timed)
+    original = _notebook("import torch\nmodel = torch.nn.Linear(1024, 1024)", timed)
     (tmp_path / "nb.ipynb").write_text(original, encoding="utf-8")
     result = run_gpulint(["check", "nb.ipynb"], cwd=tmp_path)
     assert result.returncode == 1, result.stdout + result.stderr
@@ -227,7 +227,7 @@ def test_escapes_continued_with_a_backslash_are_masked_whole(tmp_path):
 
 
 def test_a_cell_that_does_not_parse_is_an_error_at_its_place_and_the_others_are_checked(tmp_path):
-    original = _notebook("import torch\nmodel = torch.nn.Linear(2, 2)", "x = 1\ndef f(:\n    pass", SAFE_LOAD)
+    original = _notebook("import torch\nmodel = torch.nn.Linear(1024, 1024)", "x = 1\ndef f(:\n    pass", SAFE_LOAD)
     (tmp_path / "nb.ipynb").write_text(original, encoding="utf-8")
     for _ in range(2):  # the second check is answered from the cache
         result = run_gpulint(["check", "--format", "concise", "nb.ipynb"], cwd=tmp_path)
@@ -247,7 +247,7 @@ def test_diff_shows_each_changed_cell_in_its_own_lines(tmp_path):
     result = run_gpulint(["--diff", "nb.ipynb"], cwd=tmp_path)
     assert result.returncode == 1, result.stdout + result.stderr
     assert result.stdout == (
-        "--- nb.ipynb:cell 3\n+++ nb.ipynb:cell 3\n@@ -1,2 +1,2 @@\n model = torch.nn.Linear(2, 2)\n"
+        "--- nb.ipynb:cell 3\n+++ nb.ipynb:cell 3\n@@ -1,2 +1,2 @@\n model = torch.nn.Linear(1024, 1024)\n"
         f"-{LOAD}\n+{FIXED_LOAD}\n"
         f"--- nb.ipynb:cell 5\n+++ nb.ipynb:cell 5\n@@ -1 +1 @@\n-%time {LOAD}\n+%time {FIXED_LOAD}\n"
     )

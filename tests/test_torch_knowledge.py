@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
 import pkgutil
@@ -10,6 +11,8 @@ import warnings
 import pytest
 
 from gpulint.semantic import torch_api
+from gpulint.semantic.model import SemanticModel
+from gpulint.semantic.model_size import state_dict_size
 
 torch = pytest.importorskip("torch")
 nn = torch.nn
@@ -277,3 +280,50 @@ def test_value_builtins_give_python_values_of_a_tensor_with_history():
             continue
         assert not isinstance(result, torch.Tensor), name
     assert torch_api.VALUE_BUILTINS <= torch_api.RELEASING_BUILTINS
+
+
+@pytest.mark.parametrize("layer", sorted(torch_api.SIZED_LAYERS))
+def test_sized_layers_take_their_arguments_in_that_order(layer):
+    _, positional = torch_api.SIZED_LAYERS[layer]
+    assert list(inspect.signature(getattr(nn, layer)).parameters)[:len(positional)] == list(positional)
+
+
+SIZED_EXAMPLES = [
+    "nn.Linear(7, 5)", "nn.Linear(7, 5, bias=False)", "nn.Linear(7, 5, False)",
+    "nn.Conv1d(4, 6, 3)", "nn.Conv2d(4, 6, (3, 2), bias=False)", "nn.Conv2d(4, 6, 3, 1, 0, 1, 2)",
+    "nn.Conv3d(2, 4, 3, groups=2)", "nn.ConvTranspose1d(4, 6, 5)", "nn.ConvTranspose2d(4, 6, 3, groups=2, bias=False)",
+    "nn.ConvTranspose3d(2, 2, (1, 2, 3))", "nn.Embedding(11, 3)", "nn.BatchNorm1d(5)",
+    "nn.BatchNorm2d(5, affine=False)", "nn.BatchNorm3d(5, track_running_stats=False)",
+    "nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Dropout(), nn.Linear(4, 2))",
+    "nn.ModuleList([nn.Embedding(4, 2), nn.Conv1d(2, 2, 1)])",
+    "nn.Parameter(torch.randn(3, 4))", "nn.Parameter(torch.zeros((2, 5)))",
+]
+
+
+@pytest.mark.parametrize("example", SIZED_EXAMPLES)
+def test_model_size_counts_what_torch_puts_in_the_state_dict(example):
+    """``semantic.model_size`` reads the layers of ``SIZED_LAYERS``, the parameter-free layers and the
+    containers from the code; the count is the elements of the state dict torch builds."""
+    source = f"import torch\nfrom torch import nn\nvalue = {example}\n"
+    tree = ast.parse(source)
+    value = tree.body[-1].value
+    built = eval(example, {"torch": torch, "nn": nn})
+    tensors = [built] if isinstance(built, torch.Tensor) else list(built.state_dict().values())
+    assert state_dict_size(SemanticModel(tree, source), value) == sum(tensor.numel() for tensor in tensors)
+
+
+PARAMETER_FREE_ARGUMENTS = {
+    "Softmax": {"dim": 1}, "LogSoftmax": {"dim": 1}, "MaxPool1d": {"kernel_size": 2}, "MaxPool2d": {"kernel_size": 2},
+    "MaxPool3d": {"kernel_size": 2}, "AvgPool1d": {"kernel_size": 2}, "AvgPool2d": {"kernel_size": 2},
+    "AvgPool3d": {"kernel_size": 2}, "AdaptiveAvgPool1d": {"output_size": 1}, "AdaptiveAvgPool2d": {"output_size": 1},
+    "AdaptiveMaxPool1d": {"output_size": 1}, "AdaptiveMaxPool2d": {"output_size": 1}, "Upsample": {"scale_factor": 2},
+}
+
+
+@pytest.mark.parametrize("layer", sorted(torch_api.PARAMETER_FREE_LAYERS))
+def test_parameter_free_layers_have_an_empty_state_dict(layer):
+    assert not getattr(nn, layer)(**PARAMETER_FREE_ARGUMENTS.get(layer, {})).state_dict()
+
+
+def test_module_containers_are_torch_nn_containers():
+    assert all(issubclass(getattr(nn, name), nn.Module) for name in torch_api.MODULE_CONTAINERS)

@@ -18,7 +18,7 @@ HEADER = "repo\tpath\tline\tcell\trule\tverdict\tfix\tcause\n"
 
 TRAIN = '''import torch
 
-model = torch.nn.Linear(4, 4)
+model = torch.nn.Linear(4096, 4096)
 
 
 def resume(path):

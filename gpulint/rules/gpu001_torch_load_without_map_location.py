@@ -17,11 +17,12 @@ from gpulint.semantic.construction_weights import loaded_while_built
 from gpulint.semantic.dead_code import never_runs
 from gpulint.semantic.mapping_use import MappingUse
 from gpulint.semantic.model import Function, SemanticModel
+from gpulint.semantic.model_size import is_toy
 from gpulint.semantic.moved_at_once import moved_to_gpu_at_once
 from gpulint.semantic.live_optimizer import restores_live_optimizer
 from gpulint.semantic.read_back import ReadBack, loaded_path
 from gpulint.semantic.run_as_loaded import run_on_gpu_inputs_as_loaded
-from gpulint.semantic.survey import ast_dotted_name, ast_full_name, own_nodes
+from gpulint.semantic.survey import ast_dotted_name, ast_full_name, module_of, own_nodes
 from gpulint.semantic.torch_api import MAP_LOCATION_SLOT
 
 # The functions flagged are those of MAP_LOCATION_SLOT. ``torch.hub.load_state_dict_from_url`` and
@@ -65,7 +66,7 @@ class TorchLoadWithoutMapLocation(Rule):
                 continue
             if any(may_pass_argument_in_tree(call, "map_location", MAP_LOCATION_SLOT[name]) for name in names):
                 continue
-            if not _holds_no_device_tensors(model, call) and not _placed_by_the_program(model, call):
+            if not _holds_no_device_tensors(model, call) and not _placed_by_the_program(model, call) and not _into_a_toy(model, call):
                 found.append((call, min(names)))
         return found
 
@@ -204,6 +205,51 @@ def _placed_by_the_program(model: SemanticModel, call: ast.Call) -> bool:
     return never_runs(model, call) or moved_to_gpu_at_once(model, call) or run_on_gpu_inputs_as_loaded(model, call) or (
         loaded is not None and model.derived(ReadBack).reads_back(call, loaded)
     )
+
+
+def _into_a_toy(model: SemanticModel, call: ast.Call) -> bool:
+    """Whether the load is a state dict copied into a toy network: handed to ``net.load_state_dict``
+    (directly, or through a name every read of which is so handed), where every binding of ``net``
+    builds a network whose state dict the code sizes at most :data:`~gpulint.semantic.model_size.TOY_SIZE`
+    elements (``net = NeuralNetwork(2, 2)``, ``net = nn.Linear(10, 1).to(device)``)."""
+    parent = model.parent(call)
+    uses: List[ast.AST] = [call]
+    if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name):
+        binding = model.scope_at(parent.targets[0]).resolve(parent.targets[0].id)
+        uses = [use for use in model.uses(binding) if isinstance(use.ctx, ast.Load)]
+    receivers = [_state_dict_receiver(model, use) for use in uses]
+    return bool(receivers) and all(receiver is not None and _always_a_toy(model, receiver) for receiver in receivers)
+
+
+def _state_dict_receiver(model: SemanticModel, value: ast.AST) -> Optional[ast.Name]:
+    """``net`` of ``net.load_state_dict(value)``, ``net.to(device).load_state_dict(value)``."""
+    parent = model.parent(value)
+    if not (isinstance(parent, ast.Call) and parent.args[:1] == [value] and isinstance(parent.func, ast.Attribute)):
+        return None
+    if parent.func.attr != "load_state_dict":
+        return None
+    receiver = module_of(parent.func.value)
+    return receiver if isinstance(receiver, ast.Name) else None
+
+
+def _always_a_toy(model: SemanticModel, name: ast.Name) -> bool:
+    """Whether every binding of ``name`` (one at least) assigns a toy network, or the same name moved
+    or put in a mode (``net = net.to(device)``)."""
+    binding = model.scope_at(name).resolve(name.id)
+    built = False
+    for use in model.uses(binding):
+        if isinstance(use.ctx, ast.Load):
+            continue
+        statement = model.parent(use)
+        if not (isinstance(statement, ast.Assign) and statement.targets == [use]):
+            return False
+        value = module_of(statement.value)
+        if isinstance(value, ast.Name) and value.id == name.id:
+            continue
+        if not is_toy(model, statement.value):
+            return False
+        built = True
+    return built
 
 
 def _words_in(node: ast.AST) -> List[str]:

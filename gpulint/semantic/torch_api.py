@@ -9,7 +9,7 @@ that decides with them, added to these sets by union where it needs more.
 
 from __future__ import annotations
 
-from typing import Dict
+from typing import Dict, Tuple
 
 TORCH_PACKAGE = "torch"
 """The name that importing torch's package binds. A star import of a module that imports torch
@@ -291,6 +291,28 @@ MODULE_CLASSES = LOSS_MODULES | frozenset({
 """The public classes of ``torch.nn`` that subclass ``torch.nn.Module`` (``torch.nn.Parameter`` and
 ``Buffer`` are tensors, not modules): ``is_module_constructor`` reads them."""
 
+SIZED_LAYERS: Dict[str, Tuple[str, Tuple[str, ...]]] = {
+    "Linear": ("linear", ("in_features", "out_features", "bias")),
+    **{f"Conv{d}d": ("conv", ("in_channels", "out_channels", "kernel_size", "stride", "padding", "dilation", "groups", "bias")) for d in (1, 2, 3)},
+    **{f"ConvTranspose{d}d": ("conv", ("in_channels", "out_channels", "kernel_size", "stride", "padding", "output_padding", "groups", "bias")) for d in (1, 2, 3)},
+    "Embedding": ("embedding", ("num_embeddings", "embedding_dim")),
+    **{f"BatchNorm{d}d": ("batch_norm", ("num_features", "eps", "momentum", "affine", "track_running_stats")) for d in (1, 2, 3)},
+}
+"""``torch.nn`` layers whose state dict's size follows from their arguments, by class name: the
+kind of formula (``semantic.model_size`` holds them: a linear layer's ``in * out + out``...) and the
+names of the parameters a positional argument fills, in order."""
+
+PARAMETER_FREE_LAYERS = frozenset({
+    "ReLU", "ReLU6", "LeakyReLU", "ELU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax",
+    "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d",
+    "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d",
+    "AdaptiveMaxPool2d", "Flatten", "Identity", "Upsample",
+})
+"""``torch.nn`` layers with an empty state dict, whatever their arguments."""
+
+MODULE_CONTAINERS = frozenset({"Sequential", "ModuleList"})
+"""``torch.nn`` containers whose state dict is that of the modules they are given."""
+
 NESTED_MODULE_CLASSES = frozenset({
     "BNReLU2d", "BNReLU3d", "ConvBn1d", "ConvBn2d", "ConvBn3d", "ConvBnReLU1d", "ConvBnReLU2d",
     "ConvBnReLU3d", "ConvReLU1d", "ConvReLU2d", "ConvReLU3d", "DeQuantize", "DistributedDataParallel",
@@ -312,7 +334,7 @@ def is_torch_tensor_function(qualified: str) -> bool:
     return len(parts) == 2 and parts[0] == "torch" and parts[1] not in NON_TENSOR_TORCH and not parts[1][:1].isupper()
 
 
-def _torch_nn_class(qualified: str) -> str:
+def nn_class_name(qualified: str) -> str:
     """The last component of a name under ``torch.nn`` (outside the ``TENSOR_NAMESPACES``), else ``""``."""
     if not qualified.startswith("torch.nn.") or qualified.startswith(TENSOR_NAMESPACES):
         return ""
@@ -323,11 +345,11 @@ def is_module_constructor(qualified: str) -> bool:
     """Whether ``qualified`` names a ``torch.nn`` module class: ``torch.nn.Linear``, and deeper paths
     to one (``torch.nn.modules.linear.Linear``, ``torch.nn.parallel.DistributedDataParallel``) by
     their last component; never ``torch.nn.Parameter``."""
-    name = _torch_nn_class(qualified)
+    name = nn_class_name(qualified)
     return name in MODULE_CLASSES or name in NESTED_MODULE_CLASSES
 
 
 def is_loss_module(qualified: str) -> bool:
     """Whether ``qualified`` names a ``torch.nn`` loss class (``torch.nn.CrossEntropyLoss``, or a
     deeper path to one such as ``torch.nn.modules.loss.MSELoss``)."""
-    return _torch_nn_class(qualified) in LOSS_MODULES
+    return nn_class_name(qualified) in LOSS_MODULES
