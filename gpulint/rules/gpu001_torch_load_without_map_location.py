@@ -17,7 +17,7 @@ from gpulint.semantic.construction_weights import loaded_while_built
 from gpulint.semantic.dead_code import never_runs
 from gpulint.semantic.mapping_use import MappingUse
 from gpulint.semantic.model import Function, SemanticModel
-from gpulint.semantic.model_size import is_toy
+from gpulint.semantic.model_size import always_a_toy
 from gpulint.semantic.moved_at_once import moved_to_gpu_at_once
 from gpulint.semantic.live_optimizer import restores_live_optimizer
 from gpulint.semantic.read_back import ReadBack, loaded_path
@@ -218,7 +218,9 @@ def _into_a_toy(model: SemanticModel, call: ast.Call) -> bool:
         binding = model.scope_at(parent.targets[0]).resolve(parent.targets[0].id)
         uses = [use for use in model.uses(binding) if isinstance(use.ctx, ast.Load)]
     receivers = [_state_dict_receiver(model, use) for use in uses]
-    return bool(receivers) and all(receiver is not None and _always_a_toy(model, receiver) for receiver in receivers)
+    return bool(receivers) and all(
+        receiver is not None and always_a_toy(model, model.scope_at(receiver).resolve(receiver.id)) for receiver in receivers
+    )
 
 
 def _state_dict_receiver(model: SemanticModel, value: ast.AST) -> Optional[ast.Name]:
@@ -230,26 +232,6 @@ def _state_dict_receiver(model: SemanticModel, value: ast.AST) -> Optional[ast.N
         return None
     receiver = module_of(parent.func.value)
     return receiver if isinstance(receiver, ast.Name) else None
-
-
-def _always_a_toy(model: SemanticModel, name: ast.Name) -> bool:
-    """Whether every binding of ``name`` (one at least) assigns a toy network, or the same name moved
-    or put in a mode (``net = net.to(device)``)."""
-    binding = model.scope_at(name).resolve(name.id)
-    built = False
-    for use in model.uses(binding):
-        if isinstance(use.ctx, ast.Load):
-            continue
-        statement = model.parent(use)
-        if not (isinstance(statement, ast.Assign) and statement.targets == [use]):
-            return False
-        value = module_of(statement.value)
-        if isinstance(value, ast.Name) and value.id == name.id:
-            continue
-        if not is_toy(model, statement.value):
-            return False
-        built = True
-    return built
 
 
 def _words_in(node: ast.AST) -> List[str]:

@@ -15,6 +15,7 @@ import math
 from typing import Dict, List, Optional, Tuple, Union
 
 from gpulint.semantic.model import SemanticModel
+from gpulint.semantic.scopes import Binding
 from gpulint.semantic.survey import ast_dotted_name, module_of
 from gpulint.semantic.torch_api import (
     MODULE_CONTAINERS, PARAMETER_FREE_LAYERS, SHAPE_FACTORIES, SIZED_LAYERS, nn_class_name,
@@ -50,6 +51,25 @@ def is_toy(model: SemanticModel, value: ast.expr) -> bool:
     the one a checkpoint was saved from."""
     size = state_dict_size(model, value)
     return size is not None and 0 < size <= TOY_SIZE
+
+
+def always_a_toy(model: SemanticModel, binding: Binding) -> bool:
+    """Whether every binding of a name (one at least) assigns a toy network (:func:`is_toy`), or the
+    same name moved or put in a mode (``net = net.to(device)``)."""
+    built = False
+    for use in model.uses(binding):
+        if isinstance(use.ctx, ast.Load):
+            continue
+        statement = model.parent(use)
+        if not (isinstance(statement, ast.Assign) and statement.targets == [use]):
+            return False
+        value = module_of(statement.value)
+        if isinstance(value, ast.Name) and value.id == binding.name:
+            continue
+        if not is_toy(model, statement.value):
+            return False
+        built = True
+    return built
 
 
 class _Evaluator:
