@@ -400,3 +400,14 @@ def test_test_modules_are_left_out_unless_asked(tmp_path, code, fixture, option)
     (tmp_path / "pyproject.toml").write_text(f"[tool.gpulint]\n{option} = true\n")
     included = run_gpulint(["check", "--select", code, "--format", "concise", "-q", "--no-cache", "."], cwd=tmp_path)
     assert len(included.stdout.splitlines()) == 8
+
+
+def test_export_scripts_are_left_out_of_gpu004_unless_asked(tmp_path):
+    from tests.helpers import FIXTURES
+
+    (tmp_path / "export_onnx.py").write_text((FIXTURES / "GPU004" / "export_script.py").read_text())
+    default = run_gpulint(["check", "--select", "GPU004", "--format", "concise", "-q", "."], cwd=tmp_path)
+    assert default.returncode == 0 and default.stdout == ""
+    (tmp_path / "pyproject.toml").write_text("[tool.gpulint]\nreport-inference-in-exports = true\n")
+    included = run_gpulint(["check", "--select", "GPU004", "--format", "concise", "-q", "--no-cache", "."], cwd=tmp_path)
+    assert [line.split(":")[:2] for line in included.stdout.splitlines()] == [["export_onnx.py", "19"]]

@@ -38,7 +38,7 @@ def _public_module_classes(namespace) -> set:
 
 @pytest.mark.parametrize(
     "name", ["GRAD_OFF", "SET_GRAD_ENABLED", "LOADERS", "EMPTY_CACHE", "AUTOGRAD_ENTRY_POINTS", "MODULE_CONVERSIONS",
-             "ARRAY_ONLY_FUNCTIONS"],
+             "ARRAY_ONLY_FUNCTIONS", "EXPORTERS"],
 )
 def test_qualified_names_resolve(name):
     names = getattr(torch_api, name)

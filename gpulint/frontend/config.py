@@ -24,7 +24,10 @@ DEFAULT_EXCLUDE: Tuple[str, ...] = (
 """Directory and file names skipped during discovery unless ``exclude`` replaces them."""
 
 _LIST_KEYS = ("select", "ignore", "extend-select", "exclude", "extend-exclude")
-RULE_OPTIONS = {"prefer-inference-mode": bool, "report-inference-in-tests": bool, "report-loads-in-tests": bool}
+RULE_OPTIONS = {
+    "prefer-inference-mode": bool, "report-inference-in-tests": bool, "report-inference-in-exports": bool,
+    "report-loads-in-tests": bool,
+}
 """Settings that rules read, with their types."""
 KNOWN_KEYS = frozenset({*_LIST_KEYS, "per-file-ignores", "unsafe-fixes", "cache-dir", *RULE_OPTIONS})
 DEFAULT_CACHE_DIR = ".gpulint_cache"

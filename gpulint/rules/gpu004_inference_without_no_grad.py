@@ -124,6 +124,8 @@ class InferenceWithoutNoGrad(Rule):
             return
         if is_test_module(self.context.path, model.tree) and not self.context.options.get("report-inference-in-tests"):
             return
+        if model.exports_a_model and not self.context.options.get("report-inference-in-exports"):
+            return
         self.found_candidates = self.candidates(model, self.context.path.endswith(".ipynb"))
         for index, (scope, calls, _) in enumerate(self.found_candidates):
             for call in calls:

@@ -733,6 +733,15 @@ class SemanticModel(Survey):
         )
 
     @cached_property
+    def exports_a_model(self) -> bool:
+        """Whether the module exports a model: calls ``torch.onnx.export``, ``torch.jit.trace`` or
+        another of :data:`~gpulint.semantic.torch_api.EXPORTERS`."""
+        return any(
+            self.qualified_names(call.func) & torch_api.EXPORTERS and self.resolved_names(call.func) & torch_api.EXPORTERS
+            for call in self.calls()
+        )
+
+    @cached_property
     def trains(self) -> bool:
         """Whether anything in the module calls ``backward``, an optimizer ``step`` or ``torch.autograd.grad``."""
         return any(self.needs_gradients(site.node) for site in self.call_sites)

@@ -42,6 +42,10 @@ ARRAY_ONLY_FUNCTIONS = frozenset({"torch.from_numpy"})
 """Functions that take only a numpy array, never a tensor: a value passed to one is no tensor
 (``semantic.array_data`` reads them)."""
 
+EXPORTERS = frozenset({"torch.onnx.export", "torch.jit.trace", "torch.jit.trace_module", "torch.export.export"})
+"""Functions that export a model (ONNX, TorchScript by tracing, ``torch.export``): a module that calls
+one is an export script, whose forward passes check or trace the export on an example input."""
+
 AUTOGRAD_ENTRY_POINTS = frozenset({"torch.autograd.grad", "torch.autograd.backward"})
 """The functions that backpropagate besides ``Tensor.backward``: GPU005 reads a loop that calls one
 as a training loop."""
