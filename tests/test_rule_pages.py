@@ -72,6 +72,7 @@ HOLDOUT_SETS = {
     "A sixth held-out set": ("wild-holdout-6-first.json", "wild-holdout-6.json"),
     "A seventh held-out set": ("wild-holdout-7-first.json", "wild-holdout-7.json"),
     "An eighth held-out set": ("wild-holdout-8-first.json", "wild-holdout-8.json"),
+    "A ninth held-out set": ("wild-holdout-9-first.json", "wild-holdout-9.json"),
 }
 HOLDOUT_FIGURES = r"the first measurement gave (?P<first>[^;]*); now (?P<now>[^.]*(?:\.\d+[^.]*)*)\."
 

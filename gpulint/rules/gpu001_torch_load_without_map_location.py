@@ -228,8 +228,8 @@ def _state_dict_receiver(model: SemanticModel, value: ast.AST) -> Optional[ast.N
     parent = model.parent(value)
     if not (isinstance(parent, ast.Call) and parent.args[:1] == [value] and isinstance(parent.func, ast.Attribute)):
         return None
-    if parent.func.attr != "load_state_dict":
-        return None
+    if parent.func.attr != "load_state_dict" or len(parent.args) > 1 or any(keyword.arg != "assign" for keyword in parent.keywords):
+        return None  # ``strict=False`` copies what fits: the file may hold much more than the network
     receiver = module_of(parent.func.value)
     return receiver if isinstance(receiver, ast.Name) else None
 

@@ -124,9 +124,12 @@ class InferenceWithoutNoGrad(Rule):
             return
         if is_test_module(self.context.path, model.tree) and not self.context.options.get("report-inference-in-tests"):
             return
-        if model.exports_a_model and not self.context.options.get("report-inference-in-exports"):
-            return
         self.found_candidates = self.candidates(model, self.context.path.endswith(".ipynb"))
+        if not self.context.options.get("report-inference-in-exports"):
+            self.found_candidates = [
+                candidate for candidate in self.found_candidates
+                if (candidate[0].function.node if candidate[0].function is not None else model.tree) not in model.exporting_scopes
+            ]
         for index, (scope, calls, _) in enumerate(self.found_candidates):
             for call in calls:
                 self.forward[model.span(call.func)] = index

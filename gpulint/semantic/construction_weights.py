@@ -5,67 +5,124 @@ ships with: a published pretrained network (an ImageNet backbone, a converted de
 stage), saved from the CPU. A checkpoint of the user's own training is loaded after the network is
 built, by the code that trains or runs it. Two shapes are taken for this:
 
-- a class's ``__init__`` that hands what it loads to ``load_state_dict`` there
-  (``self.load_state_dict(torch.load(weights_path))``, ``net.load_state_dict(...)`` of a backbone
-  the constructor builds, ``self.model.load_state_dict(transfer(self.model, torch.load(path)))``);
+- the ``__init__`` of a network (a class of ``nn.Module``) that hands what it loads to
+  ``load_state_dict`` there (``self.load_state_dict(torch.load(weights_path))``,
+  ``net.load_state_dict(...)`` of a backbone the constructor builds). The constructor of any other
+  class (an inference wrapper's, a predictor's) loads whatever checkpoint it is given, as a script
+  would: it is checked;
 - a function that builds a network, returns it, and loads weights into it only when a parameter
   asks for them (``if checkpoint is not None:``, ``if pretrained:``): an optional initialisation.
 
-The value a load gives is followed through the names of the function it is bound to, and the
-local names it is merged into (``model_dict.update(pretrained)``). It is no such case when any of
-it is kept: stored in an attribute, an item of something else or a global, returned or yielded
-(``self.start_epoch = checkpoint["epoch"]`` shows a training resume), nor when it restores an
-optimizer (a receiver or key that spells ``optim``): a resume, not an initialisation.
+The network loaded into must be one the function builds: the instance itself, or a name or
+attribute every assignment of which in the function calls a constructor (not a parameter the
+caller fills, not a ``torch.optim`` optimizer or scheduler). The value a load gives is followed
+through the local names of the function it is bound to, and the fresh local values it is merged
+into (``model_dict.update(pretrained)`` after ``model_dict = net.state_dict()``). It is no such case
+when any of it is used otherwise — stored in an attribute, an item or a global, handed to another
+call, returned or yielded (``self.start_epoch = checkpoint["epoch"]`` shows a training resume) —
+nor when it restores an optimizer (a receiver or key that spells ``optim``): a resume, not an
+initialisation.
 """
 
 from __future__ import annotations
 
 import ast
-from typing import Iterable, Optional, Set
+from typing import Iterable, List, Optional, Set
 
 from gpulint.semantic.model import Function, SemanticModel
-from gpulint.semantic.survey import ast_dotted_name, own_nodes
+from gpulint.semantic.survey import ast_dotted_name, module_of, own_nodes
+from gpulint.semantic.torch_api import OPTIMIZER_NAMESPACE
 
 CONSTRUCTOR = "__init__"
 LOADS_INTO = "load_state_dict"
+MERGE = "update"
 OPTIMIZER_WORD = "optim"
 """What a receiver or key that restores an optimizer spells (``optimizer``, ``"optim_state"``)."""
+TEST_PARTS = (ast.Name, ast.Constant, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.Load, ast.Not, ast.And, ast.Or,
+              ast.Is, ast.IsNot, ast.Eq, ast.NotEq)
+"""What a test that asks for weights by a parameter is made of (``if checkpoint is not None:``)."""
 
 
 def loaded_while_built(model: SemanticModel, call: ast.Call) -> bool:
-    """Whether ``call`` loads the weights a constructor, or a function that builds and returns a
-    network, builds it with."""
+    """Whether ``call`` loads the weights a network's constructor, or a function that builds and
+    returns a network, builds it with."""
     function = model.innermost_function(call)
     if function is None:
         return False
     nodes = list(own_nodes(function.node.body))
     if not any(node is call for node in nodes):
         return False  # in a lambda of its own scope
-    assigned = _assigned_names(nodes)
-    if function.name == CONSTRUCTOR and function.receiver is not None:
-        built = assigned | {function.receiver}
+    parameters = set(function.scope.parameters)
+    if function.name == CONSTRUCTOR and function.receiver is not None and function.owner is not None and (
+        function.owner.node in model.module_classes
+    ):
+        networks = _built(model, nodes, parameters) | {function.receiver}
     elif _asked_for_by_a_parameter(model, function, call):
-        built = assigned & _returned_names(nodes)
+        networks = {name for name in _built(model, nodes, parameters) if name in _returned_names(nodes)}
     else:
         return False
-    carriers = _carriers(nodes, call, assigned)
+    fresh = {name for name in _built(model, nodes, parameters, optimizers_too=True) if "." not in name}
+    carriers = _carriers(nodes, call, fresh)
     receivers = [
-        (node.func.value, node) for node in nodes
+        node for node in nodes
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == LOADS_INTO
         and any(_carries(argument, call, carriers) for argument in _arguments(node))
     ]
-    if not receivers or _kept(function, nodes, call, carriers):
+    if not receivers or not _only_loaded(model, function, nodes, call, carriers, fresh):
         return False
-    return all(_root(receiver) in built and not _restores_optimizer(receiver, node) for receiver, node in receivers)
+    return all(_loads_into(node) in networks and not _restores_optimizer(node) for node in receivers)
+
+
+def _loads_into(call: ast.Call) -> str:
+    """``self.model`` of ``self.model.cuda().load_state_dict(...)``; ``""`` where no name spells it."""
+    receiver = module_of(call.func.value) if isinstance(call.func, ast.Attribute) else None
+    return (ast_dotted_name(receiver) or "") if receiver is not None else ""
+
+
+def _built(model: SemanticModel, nodes: List[ast.AST], parameters: Set[str], optimizers_too: bool = False) -> Set[str]:
+    """The names and attribute chains (``net``, ``self.model``) every assignment of which among
+    ``nodes`` (one at least) calls a constructor or a function, or moves or re-moulds the same value
+    (``net = net.cuda()``): not a parameter, nor (unless ``optimizers_too``) a ``torch.optim``
+    optimizer or scheduler."""
+    values: dict = {}
+    for node in nodes:
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                dotted = ast_dotted_name(target) if isinstance(target, (ast.Name, ast.Attribute)) else None
+                if dotted is not None:
+                    values.setdefault(dotted, []).append(node.value)
+        elif isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            dotted = ast_dotted_name(node)
+            if dotted is not None and not isinstance(model.parent(node), ast.Assign):
+                values.setdefault(dotted, []).append(None)  # a loop, `with`, unpacking or `del` target
+    found = set()
+    for dotted, assigned in values.items():
+        if dotted.split(".")[0] in parameters and "." not in dotted:
+            continue
+        constructed = False
+        for value in assigned:
+            inner = module_of(value) if value is not None else None
+            if isinstance(inner, (ast.Name, ast.Attribute)) and ast_dotted_name(inner) == dotted and inner is not value:
+                continue
+            if not isinstance(inner, ast.Call) or (
+                not optimizers_too and any(name.startswith(OPTIMIZER_NAMESPACE) for name in model.resolved_names(inner.func))
+            ):
+                break
+            constructed = True
+        else:
+            if constructed:
+                found.add(dotted)
+    return found
 
 
 def _asked_for_by_a_parameter(model: SemanticModel, function: Function, call: ast.Call) -> bool:
-    """Whether the load is in an ``if`` of the function whose test reads one of its parameters by
-    name (``if pretrained:``, ``if checkpoint is not None:``)."""
-    parameters = set(function.scope.parameters)
+    """Whether the load is in an ``if`` of the function whose test asks for weights by one of its
+    parameters (``self`` aside), as it is: ``if pretrained:``, ``if checkpoint is not None:``,
+    ``if pretrain_path != "":``; not ``if os.path.isfile(path):`` nor ``if args.resume:``."""
+    parameters = set(function.scope.parameters) - {function.receiver}
     parent = model.parent(call)
     while parent is not None and parent is not function.node:
-        if isinstance(parent, ast.If) and any(
+        if isinstance(parent, ast.If) and all(isinstance(part, TEST_PARTS) for part in ast.walk(parent.test)) and any(
             isinstance(part, ast.Name) and part.id in parameters for part in ast.walk(parent.test)
         ):
             return True
@@ -95,10 +152,17 @@ def _carries(expression: ast.AST, call: ast.Call, carriers: Set[str]) -> bool:
     )
 
 
-def _carriers(nodes: Iterable[ast.AST], call: ast.Call, assigned: Set[str]) -> Set[str]:
-    """The names of the constructor bound to what the load gave, or to something computed from it,
-    and those of its own (``assigned``) that a method call merges it into
-    (``model_dict.update(pretrained)``): a fixed point."""
+def _merged_into(node: ast.AST, fresh: Set[str]) -> Optional[str]:
+    """``own`` of ``own.update(...)``: a merge into a fresh local value."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
+        if node.func.value.id in fresh and node.func.attr == MERGE:
+            return node.func.value.id
+    return None
+
+
+def _carriers(nodes: Iterable[ast.AST], call: ast.Call, fresh: Set[str]) -> Set[str]:
+    """The local names bound to what the load gave, or to something computed from it, and the fresh
+    local values a method call merges it into (``model_dict.update(pretrained)``): a fixed point."""
     nodes = list(nodes)
     carriers: Set[str] = set()
     changed = True
@@ -114,9 +178,8 @@ def _carriers(nodes: Iterable[ast.AST], call: ast.Call, assigned: Set[str]) -> S
                 targets = [node.target]
             elif isinstance(node, (ast.With, ast.AsyncWith)):
                 targets = [item.optional_vars for item in node.items if item.optional_vars is not None and _carries(item.context_expr, call, carriers)]
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) and node.func.value.id in assigned and node.func.attr != LOADS_INTO:
-                if any(_carries(argument, call, carriers) for argument in _arguments(node)):
-                    targets = [node.func.value]
+            elif _merged_into(node, fresh) is not None and any(_carries(argument, call, carriers) for argument in _arguments(node)):  # type: ignore[arg-type]
+                targets = [node.func.value]  # type: ignore[attr-defined]
             for target in targets:
                 for name in ast.walk(target):
                     if isinstance(name, ast.Name) and name.id not in carriers:
@@ -125,44 +188,58 @@ def _carriers(nodes: Iterable[ast.AST], call: ast.Call, assigned: Set[str]) -> S
     return carriers
 
 
-def _assigned_names(nodes: Iterable[ast.AST]) -> Set[str]:
-    """The names the constructor binds itself (parameters only when it also rebinds them)."""
-    return {node.id for node in nodes if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)}
-
-
-def _kept(function: Function, nodes: Iterable[ast.AST], call: ast.Call, carriers: Set[str]) -> bool:
-    """Whether anything of the load outlives the constructor: stored in an attribute, an item of a
-    value that is not a carrier, or a name the constructor declares global or nonlocal; returned
-    or yielded."""
+def _only_loaded(model: SemanticModel, function: Function, nodes: List[ast.AST], call: ast.Call, carriers: Set[str], fresh: Set[str]) -> bool:
+    """Whether every use of the load, and of the names bound to it, goes towards ``load_state_dict``:
+    an argument of it, the value of an assignment to local names, the iterable of a loop, the
+    context of a ``with``, the test of an ``if`` or ``assert``, or an argument of a method merging it into a fresh
+    local value. Anything else (an attribute, an item of another value, a global, another call, a
+    ``return``) keeps some of it."""
     if carriers & (function.scope.globals | function.scope.nonlocals):
-        return True
-    for node in nodes:
-        if isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom)) and node.value is not None and _carries(node.value, call, carriers):
+        return False
+    uses = [call] + [node for node in nodes if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in carriers]
+    return all(_towards_loading(model, function, use, fresh) for use in uses)
+
+
+def _towards_loading(model: SemanticModel, function: Function, use: ast.AST, fresh: Set[str]) -> bool:
+    child: ast.AST = use
+    parent = model.parent(use)
+    while parent is not None and parent is not function.node:
+        if isinstance(parent, ast.Call) and child is parent.func and _merged_into(parent, fresh) is not None:
+            return isinstance(model.parent(parent), ast.Expr)  # ``own.update(pretrained)``
+        if isinstance(parent, ast.Call) and child is not parent.func:
+            return isinstance(parent.func, ast.Attribute) and (parent.func.attr == LOADS_INTO or _merged_into(parent, fresh) is not None) or (
+                _towards_loading(model, function, parent, fresh) and _only_transforms(parent)
+            )
+        if isinstance(parent, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
+            return child is parent.value and all(
+                isinstance(part, (ast.Name, ast.Tuple, ast.List, ast.Store)) for target in targets for part in ast.walk(target)
+            )
+        if isinstance(parent, (ast.For, ast.AsyncFor, ast.comprehension)):
+            return child is parent.iter or isinstance(parent, ast.comprehension)
+        if isinstance(parent, ast.withitem):
             return True
-        value = getattr(node, "value", None)
-        if not isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) or value is None or not _carries(value, call, carriers):
-            continue
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        for target in targets:
-            for part in ast.walk(target):
-                if isinstance(part, ast.Attribute) and isinstance(part.ctx, ast.Store):
-                    return True
-                if isinstance(part, ast.Subscript) and isinstance(part.ctx, ast.Store) and _root(part.value) not in carriers:
-                    return True
+        if isinstance(parent, (ast.If, ast.While, ast.IfExp, ast.Assert)) and child is parent.test:
+            return True
+        if isinstance(parent, ast.stmt):
+            return False
+        child, parent = parent, model.parent(parent)
     return False
 
 
-def _root(node: ast.expr) -> Optional[str]:
-    """``self`` of ``self.model.backbone``, ``net`` of ``net``; None for anything else."""
-    while isinstance(node, (ast.Attribute, ast.Subscript)):
-        node = node.value
-    return node.id if isinstance(node, ast.Name) else None
+def _only_transforms(call: ast.Call) -> bool:
+    """Whether a call only computes a new value from its arguments for the call around it: a
+    function of the project or a builtin (``transfer(self.model, weights)``, ``zip(...)``), not a
+    method of something else (``self.history.update(...)``, ``setattr``)."""
+    return isinstance(call.func, ast.Name) and call.func.id not in ("setattr", "print", "exec", "eval") or (
+        isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) and call.func.attr not in ("update", "append", "extend", "setdefault", "insert", "add")
+    )
 
 
-def _restores_optimizer(receiver: ast.expr, call: ast.Call) -> bool:
-    """Whether a ``load_state_dict`` call on ``receiver`` restores an optimizer: the receiver or a
-    key it reads spells ``optim``."""
-    dotted = ast_dotted_name(receiver)
+def _restores_optimizer(call: ast.Call) -> bool:
+    """Whether a ``load_state_dict`` call restores an optimizer: its receiver or a key it reads
+    spells ``optim``."""
+    dotted = ast_dotted_name(call.func.value) if isinstance(call.func, ast.Attribute) else None
     if dotted is not None and OPTIMIZER_WORD in dotted.lower():
         return True
     return any(

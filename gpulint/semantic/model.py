@@ -22,7 +22,7 @@ from gpulint.semantic import torch_api
 from gpulint.semantic.scopes import FUNCTIONS, Binding, Scope, build_scopes
 from gpulint.semantic.import_table import ImportTable
 from gpulint.semantic.visitor import Visitor
-from gpulint.semantic.survey import Survey, ast_dotted_name, ast_full_name, is_false_constant, module_of
+from gpulint.semantic.survey import Survey, argument_values, ast_dotted_name, ast_full_name, is_false_constant, module_of
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 Derived = TypeVar("Derived")
@@ -499,26 +499,35 @@ class SemanticModel(Survey):
 
     @cached_property
     def _after_constructor_switch(self) -> FrozenSet[Function]:
-        """The instance methods of a class whose ``__init__`` first switches gradients off for the
-        rest of the program (a ``torch.set_grad_enabled(False)`` statement, with no call or
-        ``return`` before it), in a module that never switches them on again (``set_grad_enabled``
-        given anything but ``False``, ``enable_grad`` in any form): they run on an instance, after
-        its constructor."""
+        """The instance methods of a class whose ``__init__`` switches gradients off for the rest of
+        the program (a ``torch.set_grad_enabled(False)`` statement of its own body, not in a branch,
+        with no ``return`` before it and nothing before it that may run a method of the instance: a
+        call of a method of the class on ``self``, or ``self`` handed to a call), in a module that
+        never switches them on again (``set_grad_enabled`` given anything but ``False``,
+        ``enable_grad`` in any form): they run on an instance, after its constructor."""
         if any(self._may_switch_grad_on(node) for node in [*self.nodes(ast.Call), *self.nodes(ast.Attribute), *self.nodes(ast.Name)]):
             return frozenset()
         found: Set[Function] = set()
         for cls in self._definitions[1].values():
             constructor = cls.methods.get("__init__")
-            if constructor is not None and self._switches_grad_off_first(constructor.node.body):
+            if constructor is not None and self._switches_grad_off_for_good(cls, constructor):
                 found.update(method for name, method in cls.methods.items() if name != "__init__" and method.receiver is not None)
         return frozenset(found)
 
-    def _switches_grad_off_first(self, body: Sequence[ast.stmt]) -> bool:
-        for statement in body:
+    def _switches_grad_off_for_good(self, cls: Class, constructor: Function) -> bool:
+        receiver = constructor.receiver
+        for statement in constructor.node.body:
             if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call) and self.switches_grad_off(statement):
                 return is_false_constant(statement.value.args[0])
-            if any(isinstance(node, (ast.Call, ast.Return)) for node in ast.walk(statement)):
-                return False
+            for node in ast.walk(statement):
+                if isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom)):
+                    return False
+                if isinstance(node, ast.Call) and (
+                    (isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
+                     and node.func.value.id == receiver and node.func.attr in cls.methods)
+                    or any(isinstance(argument, ast.Name) and argument.id == receiver for argument in argument_values(node))
+                ):
+                    return False
         return False
 
     def _may_switch_grad_on(self, node: ast.AST) -> bool:
@@ -733,13 +742,18 @@ class SemanticModel(Survey):
         )
 
     @cached_property
-    def exports_a_model(self) -> bool:
-        """Whether the module exports a model: calls ``torch.onnx.export``, ``torch.jit.trace`` or
-        another of :data:`~gpulint.semantic.torch_api.EXPORTERS`."""
-        return any(
-            self.qualified_names(call.func) & torch_api.EXPORTERS and self.resolved_names(call.func) & torch_api.EXPORTERS
-            for call in self.calls()
-        )
+    def exporting_scopes(self) -> FrozenSet[ast.AST]:
+        """The functions (and the module, for its own code) that export a model: they call
+        ``torch.onnx.export``, ``torch.jit.trace`` or another of
+        :data:`~gpulint.semantic.torch_api.EXPORTERS`, by binding (a name that may also be the
+        file's own ``export`` is not one)."""
+        found: Set[ast.AST] = set()
+        for call in self.calls():
+            names = self.resolved_names(call.func) if self.qualified_names(call.func) & torch_api.EXPORTERS else frozenset()
+            if names and names <= torch_api.EXPORTERS:
+                function = self.innermost_function(call)
+                found.add(function.node if function is not None else self.tree)
+        return frozenset(found)
 
     @cached_property
     def trains(self) -> bool:

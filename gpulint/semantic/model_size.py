@@ -53,12 +53,28 @@ def is_toy(model: SemanticModel, value: ast.expr) -> bool:
     return size is not None and 0 < size <= TOY_SIZE
 
 
+GROWING_METHODS = frozenset({
+    "add_module", "register_module", "register_parameter", "register_buffer", "append", "extend", "insert", "update",
+})
+"""Methods that add parameters or buffers to a module after it is built."""
+OTHER_BINDINGS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.alias, ast.ExceptHandler, ast.MatchAs,
+                  ast.MatchStar, ast.MatchMapping)
+"""Statements and patterns that bind a name other than by assigning it."""
+
+
 def always_a_toy(model: SemanticModel, binding: Binding) -> bool:
     """Whether every binding of a name (one at least) assigns a toy network (:func:`is_toy`), or the
-    same name moved or put in a mode (``net = net.to(device)``)."""
+    same name moved or put in a mode (``net = net.to(device)``), and nothing grows it after
+    (``net.fc = nn.Linear(...)``, ``net.add_module(...)``, ``setattr(net, ...)``). A parameter, an
+    import, a global or any other kind of binding of the name is not known to be a toy."""
+    scope = binding.scope
+    if binding.name in scope.parameters or binding.name in scope.globals | scope.nonlocals or _bound_otherwise(model, binding.name):
+        return False
     built = False
     for use in model.uses(binding):
         if isinstance(use.ctx, ast.Load):
+            if _grown(model, use):
+                return False
             continue
         statement = model.parent(use)
         if not (isinstance(statement, ast.Assign) and statement.targets == [use]):
@@ -70,6 +86,26 @@ def always_a_toy(model: SemanticModel, binding: Binding) -> bool:
             return False
         built = True
     return built
+
+
+def _bound_otherwise(model: SemanticModel, name: str) -> bool:
+    """Whether the module binds ``name`` anywhere by a ``def``, class, import, ``except`` or
+    ``match`` pattern."""
+    for node in ast.walk(model.tree):
+        if isinstance(node, OTHER_BINDINGS):
+            bound = getattr(node, "asname", None) or getattr(node, "name", None) or getattr(node, "rest", None)
+            if bound is not None and (bound == name or str(bound).split(".")[0] == name):
+                return True
+    return False
+
+
+def _grown(model: SemanticModel, use: ast.Name) -> bool:
+    """Whether a read of a network's name adds to its state dict: an attribute stored on it, one of
+    :data:`GROWING_METHODS` called on it, or ``setattr`` given it."""
+    parent = model.parent(use)
+    if isinstance(parent, ast.Attribute):
+        return isinstance(parent.ctx, ast.Store) or parent.attr in GROWING_METHODS
+    return isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id == "setattr"
 
 
 class _Evaluator:
@@ -113,7 +149,7 @@ class _Evaluator:
         if not built.bases or any(MODULE_BASE not in self.model.resolved_names(base) for base in built.bases):
             raise _Unknown
         constructor = next(
-            (item for item in built.body if isinstance(item, ast.FunctionDef) and item.name == "__init__"), None
+            (item for item in reversed(built.body) if isinstance(item, ast.FunctionDef) and item.name == "__init__"), None
         )
         if constructor is None or constructor.args.vararg or constructor.args.kwarg or constructor.args.kwonlyargs:
             raise _Unknown
@@ -121,7 +157,8 @@ class _Evaluator:
         if not names:
             raise _Unknown
         receiver, parameters = names[0], tuple(names[1:])
-        defaults = dict(zip(parameters[len(parameters) - len(constructor.args.defaults):], constructor.args.defaults))
+        defaults = dict(zip(names[len(names) - len(constructor.args.defaults):], constructor.args.defaults))
+        defaults.pop(receiver, None)
         bound = self.arguments(call, parameters, defaults, environment)
         if set(bound) != set(parameters):
             raise _Unknown  # a parameter left unfilled: the call would fail
