@@ -27,17 +27,25 @@ initialisation.
 from __future__ import annotations
 
 import ast
+import re
 from typing import Iterable, List, Optional, Set
 
 from gpulint.semantic.model import Function, SemanticModel
 from gpulint.semantic.survey import ast_dotted_name, module_of, own_nodes
 from gpulint.semantic.torch_api import OPTIMIZER_NAMESPACE
 
+WORD = re.compile(r"[a-z0-9]+")
+
 CONSTRUCTOR = "__init__"
 LOADS_INTO = "load_state_dict"
 MERGE = "update"
-OPTIMIZER_WORD = "optim"
-"""What a receiver or key that restores an optimizer spells (``optimizer``, ``"optim_state"``)."""
+TRAINING_STATE_WORDS = ("optim", "opt", "scaler", "sched")
+"""What a receiver or key that restores training state spells (``optimizer``, ``"opt"``,
+``self.scaler``, ``"scheduler"``), as a whole word or a part of one."""
+STORING_FUNCTIONS = frozenset({"setattr", "print", "exec", "eval", "vars", "globals", "locals"})
+STORING_METHODS = frozenset({"update", "append", "extend", "setdefault", "insert", "add", "__setitem__"})
+RESUME_WORDS = ("resume", "restore", "continue", "last")
+"""What a parameter asking to resume a run spells (``resume=False``): its checkpoint is the run's own."""
 TEST_PARTS = (ast.Name, ast.Constant, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.Load, ast.Not, ast.And, ast.Or,
               ast.Is, ast.IsNot, ast.Eq, ast.NotEq)
 """What a test that asks for weights by a parameter is made of (``if checkpoint is not None:``)."""
@@ -96,6 +104,7 @@ def _built(model: SemanticModel, nodes: List[ast.AST], parameters: Set[str], opt
             if dotted is not None and not isinstance(model.parent(node), ast.Assign):
                 values.setdefault(dotted, []).append(None)  # a loop, `with`, unpacking or `del` target
     found = set()
+    receiver_free = parameters
     for dotted, assigned in values.items():
         if dotted.split(".")[0] in parameters and "." not in dotted:
             continue
@@ -104,7 +113,7 @@ def _built(model: SemanticModel, nodes: List[ast.AST], parameters: Set[str], opt
             inner = module_of(value) if value is not None else None
             if isinstance(inner, (ast.Name, ast.Attribute)) and ast_dotted_name(inner) == dotted and inner is not value:
                 continue
-            if not isinstance(inner, ast.Call) or (
+            if not isinstance(inner, ast.Call) or _hands_over(inner, receiver_free) or (
                 not optimizers_too and any(name.startswith(OPTIMIZER_NAMESPACE) for name in model.resolved_names(inner.func))
             ):
                 break
@@ -115,11 +124,29 @@ def _built(model: SemanticModel, nodes: List[ast.AST], parameters: Set[str], opt
     return found
 
 
+def _hands_over(call: ast.Call, parameters: Set[str]) -> bool:
+    """Whether a call may give back something the caller handed in rather than build anew: its first
+    argument is a parameter whole (``nn.DataParallel(model)``, ``copy.deepcopy(model)``,
+    ``getattr(self, "history")``, ``vars(self)``), or it is a method of a parameter
+    (``kwargs.pop("net")``, ``self.get_config()``). Options passed by keyword
+    (``ResNet(Bottleneck, layers, norm_layer=norm_layer)``) build anew."""
+    root = call.func
+    while isinstance(root, (ast.Attribute, ast.Call, ast.Subscript)):
+        root = root.func if isinstance(root, ast.Call) else root.value
+    if isinstance(root, ast.Name) and root.id in parameters and isinstance(call.func, ast.Attribute):
+        return True
+    return bool(call.args) and isinstance(call.args[0], ast.Name) and call.args[0].id in parameters
+
+
 def _asked_for_by_a_parameter(model: SemanticModel, function: Function, call: ast.Call) -> bool:
     """Whether the load is in an ``if`` of the function whose test asks for weights by one of its
     parameters (``self`` aside), as it is: ``if pretrained:``, ``if checkpoint is not None:``,
     ``if pretrain_path != "":``; not ``if os.path.isfile(path):`` nor ``if args.resume:``."""
-    parameters = set(function.scope.parameters) - {function.receiver}
+    rebound = {node.id for node in own_nodes(function.node.body) if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load)}
+    parameters = {
+        name for name in set(function.scope.parameters) - {function.receiver} - rebound
+        if not any(word in name.lower() for word in RESUME_WORDS)
+    }
     parent = model.parent(call)
     while parent is not None and parent is not function.node:
         if isinstance(parent, ast.If) and all(isinstance(part, TEST_PARTS) for part in ast.walk(parent.test)) and any(
@@ -196,6 +223,12 @@ def _only_loaded(model: SemanticModel, function: Function, nodes: List[ast.AST],
     ``return``) keeps some of it."""
     if carriers & (function.scope.globals | function.scope.nonlocals):
         return False
+    own = {id(node) for node in nodes}
+    if any(
+        isinstance(node, ast.Name) and node.id in carriers and id(node) not in own
+        for node in ast.walk(function.node) if node is not function.node
+    ):
+        return False  # read by a nested function or lambda, which may keep it
     uses = [call] + [node for node in nodes if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in carriers]
     return all(_towards_loading(model, function, use, fresh) for use in uses)
 
@@ -208,7 +241,7 @@ def _towards_loading(model: SemanticModel, function: Function, use: ast.AST, fre
             return isinstance(model.parent(parent), ast.Expr)  # ``own.update(pretrained)``
         if isinstance(parent, ast.Call) and child is not parent.func:
             return isinstance(parent.func, ast.Attribute) and (parent.func.attr == LOADS_INTO or _merged_into(parent, fresh) is not None) or (
-                _towards_loading(model, function, parent, fresh) and _only_transforms(parent)
+                _only_transforms(parent, function.receiver) and _towards_loading(model, function, parent, fresh)
             )
         if isinstance(parent, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
@@ -227,12 +260,16 @@ def _towards_loading(model: SemanticModel, function: Function, use: ast.AST, fre
     return False
 
 
-def _only_transforms(call: ast.Call) -> bool:
+def _only_transforms(call: ast.Call, receiver: Optional[str]) -> bool:
     """Whether a call only computes a new value from its arguments for the call around it: a
-    function of the project or a builtin (``transfer(self.model, weights)``, ``zip(...)``), not a
-    method of something else (``self.history.update(...)``, ``setattr``)."""
-    return isinstance(call.func, ast.Name) and call.func.id not in ("setattr", "print", "exec", "eval") or (
-        isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) and call.func.attr not in ("update", "append", "extend", "setdefault", "insert", "add")
+    function (``transfer(self.model, weights)``, ``zip(...)``) or a method of a plain name that is
+    not the instance (``state.items()``), never one that stores (``setattr``, ``update``,
+    ``append``) nor a method of the instance (``self.restore(ckpt)``, which may keep it)."""
+    if isinstance(call.func, ast.Name):
+        return call.func.id not in STORING_FUNCTIONS
+    return (
+        isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name)
+        and call.func.value.id != receiver and call.func.attr not in STORING_METHODS
     )
 
 
@@ -240,9 +277,8 @@ def _restores_optimizer(call: ast.Call) -> bool:
     """Whether a ``load_state_dict`` call restores an optimizer: its receiver or a key it reads
     spells ``optim``."""
     dotted = ast_dotted_name(call.func.value) if isinstance(call.func, ast.Attribute) else None
-    if dotted is not None and OPTIMIZER_WORD in dotted.lower():
-        return True
-    return any(
-        isinstance(part, ast.Constant) and isinstance(part.value, str) and OPTIMIZER_WORD in part.value.lower()
-        for argument in _arguments(call) for part in ast.walk(argument)
-    )
+    spelt = [dotted or ""] + [
+        part.value for argument in _arguments(call) for part in ast.walk(argument)
+        if isinstance(part, ast.Constant) and isinstance(part.value, str)
+    ]
+    return any(word.startswith(TRAINING_STATE_WORDS) for text in spelt for word in WORD.findall(text.lower()))

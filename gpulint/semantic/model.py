@@ -22,7 +22,7 @@ from gpulint.semantic import torch_api
 from gpulint.semantic.scopes import FUNCTIONS, Binding, Scope, build_scopes
 from gpulint.semantic.import_table import ImportTable
 from gpulint.semantic.visitor import Visitor
-from gpulint.semantic.survey import Survey, argument_values, ast_dotted_name, ast_full_name, is_false_constant, module_of
+from gpulint.semantic.survey import Survey, ast_dotted_name, ast_full_name, is_false_constant, module_of
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 Derived = TypeVar("Derived")
@@ -96,6 +96,10 @@ class CallSite:
     """Lexically inside a grad-off ``with`` block or a function with a grad-off decorator."""
     callee: Optional[Function] = None
 
+
+THREAD_WORDS = ("thread", "concurrent", "executor", "flask", "fastapi", "uvicorn", "gradio", "streamlit", "asyncio")
+"""Words of a module that may run code in other threads, where a grad-mode switch made in one does
+not hold (``threading``, ``concurrent.futures``, web servers and demo frameworks)."""
 
 MODEL_BASES = frozenset({
     "pytorch_lightning.LightningModule", "pytorch_lightning.core.LightningModule",
@@ -515,18 +519,27 @@ class SemanticModel(Survey):
         return frozenset(found)
 
     def _switches_grad_off_for_good(self, cls: Class, constructor: Function) -> bool:
+        """Whether the constructor's own body switches gradients off before anything could run a
+        method of the instance: before it, no ``return``, no read of ``self`` but of an attribute
+        that is not a method (``self.net.eval()``, not ``self.detect``, ``warm = self`` or
+        ``Thread(target=self.detect)``), and no ``super().__init__()`` where a base is a class of
+        the module (which may call an overridden method). Grad mode is per thread: in a module that
+        spells threads, executors or a web server, no constructor's switch counts."""
+        if self.spells(THREAD_WORDS):
+            return False
         receiver = constructor.receiver
+        bases_here = any(self._defined_class(base) is not None for base in cls.node.bases)
         for statement in constructor.node.body:
             if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call) and self.switches_grad_off(statement):
                 return is_false_constant(statement.value.args[0])
             for node in ast.walk(statement):
                 if isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom)):
                     return False
-                if isinstance(node, ast.Call) and (
-                    (isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
-                     and node.func.value.id == receiver and node.func.attr in cls.methods)
-                    or any(isinstance(argument, ast.Name) and argument.id == receiver for argument in argument_values(node))
-                ):
+                if isinstance(node, ast.Name) and node.id == receiver:
+                    parent = self.parent(node)
+                    if not isinstance(parent, ast.Attribute) or parent.attr in cls.methods:
+                        return False
+                if bases_here and isinstance(node, ast.Call) and ast_dotted_name(node.func) == "super":
                     return False
         return False
 

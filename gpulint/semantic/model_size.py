@@ -18,7 +18,7 @@ from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.scopes import Binding
 from gpulint.semantic.survey import ast_dotted_name, module_of
 from gpulint.semantic.torch_api import (
-    MODULE_CONTAINERS, PARAMETER_FREE_LAYERS, SHAPE_FACTORIES, SIZED_LAYERS, nn_class_name,
+    MODULE_CONTAINERS, MODULE_RETURNING_METHODS, PARAMETER_FREE_LAYERS, SHAPE_FACTORIES, SIZED_LAYERS, nn_class_name,
 )
 
 TOY_SIZE = 100_000
@@ -53,10 +53,14 @@ def is_toy(model: SemanticModel, value: ast.expr) -> bool:
     return size is not None and 0 < size <= TOY_SIZE
 
 
-GROWING_METHODS = frozenset({
-    "add_module", "register_module", "register_parameter", "register_buffer", "append", "extend", "insert", "update",
+LAYER_KEEPING_METHODS = MODULE_RETURNING_METHODS | frozenset({
+    "load_state_dict", "state_dict", "parameters", "named_parameters", "buffers", "named_buffers", "forward",
+    "modules", "named_modules", "children", "zero_grad",
 })
-"""Methods that add parameters or buffers to a module after it is built."""
+"""Methods of a module that leave its layers as they are (``semantic.model_size`` reads any other
+use of a toy's name as one that may grow it)."""
+READING_BUILTINS = frozenset({"print", "len", "str", "repr", "type", "isinstance", "id", "next", "iter", "sum", "display"})
+"""Builtins (and a notebook's ``display``) that only read what they are given."""
 OTHER_BINDINGS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.alias, ast.ExceptHandler, ast.MatchAs,
                   ast.MatchStar, ast.MatchMapping)
 """Statements and patterns that bind a name other than by assigning it."""
@@ -65,7 +69,7 @@ OTHER_BINDINGS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.alias
 def always_a_toy(model: SemanticModel, binding: Binding) -> bool:
     """Whether every binding of a name (one at least) assigns a toy network (:func:`is_toy`), or the
     same name moved or put in a mode (``net = net.to(device)``), and nothing grows it after
-    (``net.fc = nn.Linear(...)``, ``net.add_module(...)``, ``setattr(net, ...)``). A parameter, an
+    (:func:`_grown`). A parameter, an
     import, a global or any other kind of binding of the name is not known to be a toy."""
     scope = binding.scope
     if binding.name in scope.parameters or binding.name in scope.globals | scope.nonlocals or _bound_otherwise(model, binding.name):
@@ -100,12 +104,34 @@ def _bound_otherwise(model: SemanticModel, name: str) -> bool:
 
 
 def _grown(model: SemanticModel, use: ast.Name) -> bool:
-    """Whether a read of a network's name adds to its state dict: an attribute stored on it, one of
-    :data:`GROWING_METHODS` called on it, or ``setattr`` given it."""
+    """Whether a read of a network's name may add to its state dict. Calling it, handing it to a
+    builtin that only reads (``print(net)``), showing it in an f-string, comparing it, reading an attribute (``net.weights``) and calling
+    methods that leave its layers alone (``net.eval()``, ``net.to(device)``, ``net.parameters()``)
+    do not; storing an attribute or item on it or on a part of it (``net.fc = ...``,
+    ``net.layers[2] = ...``, ``net.eval().head = ...``), calling any other method on it or a part
+    of it (``net.layers.append(...)``, ``net.build(...)``), and handing it or a part of it on
+    (``add_head(net)``, ``alias = net``) may."""
+    node: ast.AST = use
     parent = model.parent(use)
-    if isinstance(parent, ast.Attribute):
-        return isinstance(parent.ctx, ast.Store) or parent.attr in GROWING_METHODS
-    return isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id == "setattr"
+    if isinstance(parent, ast.Call) and parent.func is use:
+        return False
+    while isinstance(parent, (ast.Attribute, ast.Subscript)) and parent.value is node:
+        if not isinstance(parent.ctx, ast.Load):
+            return True
+        call = model.parent(parent)
+        if isinstance(call, ast.Call) and call.func is parent:
+            if not (isinstance(parent, ast.Attribute) and parent.attr in LAYER_KEEPING_METHODS):
+                return True
+            node, parent = call, model.parent(call)
+            continue
+        node, parent = parent, call
+    if isinstance(node, ast.Call):
+        return False  # a method's result: the module moved, its parameters, its state dict
+    if isinstance(parent, ast.Call) and node is not parent.func:
+        return not (isinstance(parent.func, ast.Name) and parent.func.id in READING_BUILTINS)
+    if isinstance(parent, (ast.FormattedValue, ast.Compare)):
+        return False  # shown in an f-string, compared
+    return node is use or isinstance(parent, (ast.Assign, ast.AnnAssign, ast.NamedExpr, ast.Return, ast.Yield, ast.withitem))
 
 
 class _Evaluator:
