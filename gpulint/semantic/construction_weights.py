@@ -78,7 +78,7 @@ def loaded_while_built(model: SemanticModel, call: ast.Call) -> bool:
     ]
     if not receivers or not _only_loaded(model, function, nodes, call, carriers, fresh):
         return False
-    return all(_loads_into(node) in networks and not _restores_optimizer(node) for node in receivers)
+    return all(_loads_into(node) in networks and not _restores_training_state(node) for node in receivers)
 
 
 def _loads_into(call: ast.Call) -> str:
@@ -273,9 +273,9 @@ def _only_transforms(call: ast.Call, receiver: Optional[str]) -> bool:
     )
 
 
-def _restores_optimizer(call: ast.Call) -> bool:
-    """Whether a ``load_state_dict`` call restores an optimizer: its receiver or a key it reads
-    spells ``optim``."""
+def _restores_training_state(call: ast.Call) -> bool:
+    """Whether a ``load_state_dict`` call restores training state: its receiver or a key it reads
+    spells one of :data:`TRAINING_STATE_WORDS` (``self.optimizer``, ``ckpt["scaler"]``)."""
     dotted = ast_dotted_name(call.func.value) if isinstance(call.func, ast.Attribute) else None
     spelt = [dotted or ""] + [
         part.value for argument in _arguments(call) for part in ast.walk(argument)
