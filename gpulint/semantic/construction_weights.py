@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Iterable, List, Optional, Set
+from typing import Dict, Iterable, List, Optional, Set
 
 from gpulint.semantic.model import Function, SemanticModel
 from gpulint.semantic.survey import ast_dotted_name, module_of, own_nodes
@@ -60,16 +60,17 @@ def loaded_while_built(model: SemanticModel, call: ast.Call) -> bool:
     nodes = list(own_nodes(function.node.body))
     if not any(node is call for node in nodes):
         return False  # in a lambda of its own scope
-    parameters = set(function.scope.parameters)
+    built = _built(model, nodes, set(function.scope.parameters))
+    constructed = {name for name, calls in built.items() if not any(_makes_an_optimizer(model, made) for made in calls)}
     if function.name == CONSTRUCTOR and function.receiver is not None and function.owner is not None and (
         function.owner.node in model.module_classes
     ):
-        networks = _built(model, nodes, parameters) | {function.receiver}
+        networks = constructed | {function.receiver}
     elif _asked_for_by_a_parameter(model, function, call):
-        networks = {name for name in _built(model, nodes, parameters) if name in _returned_names(nodes)}
+        networks = constructed & _returned_names(nodes)
     else:
         return False
-    fresh = {name for name in _built(model, nodes, parameters, optimizers_too=True) if "." not in name}
+    fresh = {name for name in built if "." not in name}
     carriers = _carriers(nodes, call, fresh)
     receivers = [
         node for node in nodes
@@ -87,12 +88,12 @@ def _loads_into(call: ast.Call) -> str:
     return (ast_dotted_name(receiver) or "") if receiver is not None else ""
 
 
-def _built(model: SemanticModel, nodes: List[ast.AST], parameters: Set[str], optimizers_too: bool = False) -> Set[str]:
+def _built(model: SemanticModel, nodes: List[ast.AST], parameters: Set[str]) -> Dict[str, List[ast.Call]]:
     """The names and attribute chains (``net``, ``self.model``) every assignment of which among
-    ``nodes`` (one at least) calls a constructor or a function, or moves or re-moulds the same value
-    (``net = net.cuda()``): not a parameter, nor (unless ``optimizers_too``) a ``torch.optim``
-    optimizer or scheduler."""
-    values: dict = {}
+    ``nodes`` (one at least) calls a constructor or a function that builds anew (see
+    :func:`_hands_over`), or moves or re-moulds the same value (``net = net.cuda()``), each with
+    those calls; never a parameter."""
+    values: Dict[str, List[Optional[ast.expr]]] = {}
     for node in nodes:
         if isinstance(node, ast.Assign):
             for target in node.targets:
@@ -103,25 +104,27 @@ def _built(model: SemanticModel, nodes: List[ast.AST], parameters: Set[str], opt
             dotted = ast_dotted_name(node)
             if dotted is not None and not isinstance(model.parent(node), ast.Assign):
                 values.setdefault(dotted, []).append(None)  # a loop, `with`, unpacking or `del` target
-    found = set()
-    receiver_free = parameters
+    found: Dict[str, List[ast.Call]] = {}
     for dotted, assigned in values.items():
-        if dotted.split(".")[0] in parameters and "." not in dotted:
+        if dotted in parameters:
             continue
-        constructed = False
+        calls: List[ast.Call] = []
         for value in assigned:
             inner = module_of(value) if value is not None else None
             if isinstance(inner, (ast.Name, ast.Attribute)) and ast_dotted_name(inner) == dotted and inner is not value:
                 continue
-            if not isinstance(inner, ast.Call) or _hands_over(inner, receiver_free) or (
-                not optimizers_too and any(name.startswith(OPTIMIZER_NAMESPACE) for name in model.resolved_names(inner.func))
-            ):
+            if not isinstance(inner, ast.Call) or _hands_over(inner, parameters):
                 break
-            constructed = True
+            calls.append(inner)
         else:
-            if constructed:
-                found.add(dotted)
+            if calls:
+                found[dotted] = calls
     return found
+
+
+def _makes_an_optimizer(model: SemanticModel, call: ast.Call) -> bool:
+    """``torch.optim.SGD(...)``, ``lr_scheduler.StepLR(...)``: training state, not a network."""
+    return any(name.startswith(OPTIMIZER_NAMESPACE) for name in model.resolved_names(call.func))
 
 
 def _hands_over(call: ast.Call, parameters: Set[str]) -> bool:
@@ -205,8 +208,10 @@ def _carriers(nodes: Iterable[ast.AST], call: ast.Call, fresh: Set[str]) -> Set[
                 targets = [node.target]
             elif isinstance(node, (ast.With, ast.AsyncWith)):
                 targets = [item.optional_vars for item in node.items if item.optional_vars is not None and _carries(item.context_expr, call, carriers)]
-            elif _merged_into(node, fresh) is not None and any(_carries(argument, call, carriers) for argument in _arguments(node)):  # type: ignore[arg-type]
-                targets = [node.func.value]  # type: ignore[attr-defined]
+            elif isinstance(node, ast.Call) and _merged_into(node, fresh) is not None and any(
+                _carries(argument, call, carriers) for argument in _arguments(node)
+            ):
+                targets = [node.func]
             for target in targets:
                 for name in ast.walk(target):
                     if isinstance(name, ast.Name) and name.id not in carriers:
