@@ -12,7 +12,7 @@ import pytest
 
 from gpulint.semantic import torch_api
 from gpulint.semantic.model import SemanticModel
-from gpulint.semantic.model_size import state_dict_size
+from gpulint.semantic.model_size import payload_size, state_dict_size
 
 torch = pytest.importorskip("torch")
 nn = torch.nn
@@ -296,7 +296,8 @@ SIZED_EXAMPLES = [
     "nn.BatchNorm2d(5, affine=False)", "nn.BatchNorm3d(5, track_running_stats=False)",
     "nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Dropout(), nn.Linear(4, 2))",
     "nn.ModuleList([nn.Embedding(4, 2), nn.Conv1d(2, 2, 1)])",
-    "nn.Parameter(torch.randn(3, 4))", "nn.Parameter(torch.zeros((2, 5)))",
+    "nn.Parameter(torch.randn(3, 4))", "nn.Parameter(torch.zeros((2, 5)))", "nn.DataParallel(nn.Linear(7, 5))",
+    "nn.Parameter(data=torch.randn(2, 3, requires_grad=True, dtype=torch.float))",
 ]
 
 
@@ -310,6 +311,67 @@ def test_model_size_counts_what_torch_puts_in_the_state_dict(example):
     built = eval(example, {"torch": torch, "nn": nn})
     tensors = [built] if isinstance(built, torch.Tensor) else list(built.state_dict().values())
     assert state_dict_size(SemanticModel(tree, source), value) == sum(tensor.numel() for tensor in tensors)
+
+
+SIZED_PROGRAMS = [
+    "x = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])\nvalue = nn.Linear(x.shape[1], x.shape[0])",
+    "x = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])\nb = torch.stack((x, x, x), dim=-1)\nvalue = nn.Linear(b.shape[2], b.size(1))",
+    "x = torch.zeros(4, 5)\nx = x.to('cpu').float()\nvalue = nn.Embedding(len(x), x.size()[1])",
+    "WIDTH = 6\nclass Net(nn.Module):\n    def __init__(self, n):\n        super().__init__()\n        self.fc = nn.Linear(n, WIDTH)\n"
+    "        self.plain = torch.ones(n, n)\n        self.register_buffer('mask', torch.triu(torch.ones(n, n), diagonal=1))\n"
+    "value = Net(torch.stack([torch.ones(2), torch.ones(2)]).shape[0] * 3)",
+]
+
+
+@pytest.mark.parametrize("program", SIZED_PROGRAMS)
+def test_model_size_reads_sizes_off_the_tensors_the_code_spells(program):
+    """Sizes read off ``torch.tensor`` literals, ``torch.stack`` and the factories (``x.shape[1]``,
+    ``x.size(0)``, ``len(x)``), through names bound once: the count is that of torch's state dict."""
+    source = f"import torch\nfrom torch import nn\n{program}\n"
+    tree = ast.parse(source)
+    namespace = {"torch": torch, "nn": nn}
+    exec(compile(source, "<program>", "exec"), namespace)
+    expected = sum(tensor.numel() for tensor in namespace["value"].state_dict().values())
+    assert state_dict_size(SemanticModel(tree, source), tree.body[-1].value) == expected
+
+
+PAYLOADS = [
+    "torch.arange(4, dtype=torch.float32)", "torch.arange(2, 11, 3)", "[torch.zeros(4), torch.ones(size=(2, 3))]",
+    "{'x': torch.tensor([[1.0, 2.0], [3.0, 4.0]]), 'y': (torch.randn(5), torch.rand((2, 2)))}",
+]
+
+
+@pytest.mark.parametrize("payload", PAYLOADS)
+def test_payload_size_counts_the_tensor_elements(payload):
+    source = f"import torch\nvalue = {payload}\n"
+    tree = ast.parse(source)
+    built = eval(payload, {"torch": torch})
+    tensors = built if isinstance(built, (list, tuple)) else [built]
+    if isinstance(built, dict):
+        tensors = [built["x"], *built["y"]]
+    assert payload_size(SemanticModel(tree, source), tree.body[-1].value) == sum(tensor.numel() for tensor in tensors)
+
+
+def test_module_wrappers_take_the_module_first():
+    for name in torch_api.MODULE_WRAPPERS:
+        assert list(inspect.signature(getattr(nn.parallel, name)).parameters)[0] == "module", name
+
+
+def test_shape_keeping_functions_and_methods_keep_the_shape():
+    tensor = torch.rand(3, 4)
+    for name in torch_api.SHAPE_KEEPING_FUNCTIONS:
+        assert getattr(torch, name)(tensor).shape == tensor.shape, name
+    for name in torch_api.SHAPE_KEEPING_METHODS:
+        arguments = ("cpu",) if name == "to" else ()
+        if name == "cuda":
+            assert callable(getattr(tensor, name))
+            continue
+        assert getattr(tensor, name)(*arguments).shape == tensor.shape, name
+
+
+def test_literal_and_stacking_functions_build_the_shapes_model_size_gives_them():
+    assert getattr(torch, torch_api.LITERAL_TENSOR)([[1, 2, 3], [4, 5, 6]]).shape == (2, 3)
+    assert getattr(torch, torch_api.STACKING_FUNCTION)((torch.ones(2, 3),) * 4, dim=1).shape == (2, 4, 3)
 
 
 PARAMETER_FREE_ARGUMENTS = {

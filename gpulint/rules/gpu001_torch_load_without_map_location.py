@@ -17,7 +17,7 @@ from gpulint.semantic.construction_weights import loaded_while_built
 from gpulint.semantic.dead_code import never_runs
 from gpulint.semantic.mapping_use import MappingUse
 from gpulint.semantic.model import Function, SemanticModel
-from gpulint.semantic.model_size import always_a_toy
+from gpulint.semantic.model_size import always_a_toy, is_toy_payload
 from gpulint.semantic.moved_at_once import moved_to_gpu_at_once
 from gpulint.semantic.live_optimizer import restores_live_optimizer
 from gpulint.semantic.read_back import ReadBack, loaded_path
@@ -66,7 +66,7 @@ class TorchLoadWithoutMapLocation(Rule):
                 continue
             if any(may_pass_argument_in_tree(call, "map_location", MAP_LOCATION_SLOT[name]) for name in names):
                 continue
-            if not _holds_no_device_tensors(model, call) and not _placed_by_the_program(model, call) and not _into_a_toy(model, call):
+            if not _holds_no_device_tensors(model, call) and not _placed_by_the_program(model, call) and not _a_toy(model, call):
                 found.append((call, min(names)))
         return found
 
@@ -205,6 +205,18 @@ def _placed_by_the_program(model: SemanticModel, call: ast.Call) -> bool:
     return never_runs(model, call) or moved_to_gpu_at_once(model, call) or run_on_gpu_inputs_as_loaded(model, call) or (
         loaded is not None and model.derived(ReadBack).reads_back(call, loaded)
     )
+
+
+def _a_toy(model: SemanticModel, call: ast.Call) -> bool:
+    """Whether the load copies a state dict into a toy network (:func:`_into_a_toy`) or reads a
+    toy payload back: a file every ``torch.save`` of the module that writes its path fills with a
+    few tensors whose shapes the code spells (``torch.save([x, y], "x-files")`` after ``x =
+    torch.arange(4)``: :func:`~gpulint.semantic.model_size.is_toy_payload`), one save at least."""
+    if _into_a_toy(model, call):
+        return True
+    loaded = loaded_path(call)
+    payloads = model.derived(ReadBack).payloads_saved_to(loaded) if loaded is not None else []
+    return bool(payloads) and all(is_toy_payload(model, payload) for payload in payloads)
 
 
 def _into_a_toy(model: SemanticModel, call: ast.Call) -> bool:

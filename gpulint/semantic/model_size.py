@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import ast
 import math
-from typing import Dict, List, Optional, Tuple, Union
+from typing import Dict, FrozenSet, List, Optional, Tuple, Union
 
 from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.scopes import Binding
 from gpulint.semantic.survey import ast_dotted_name, module_of
 from gpulint.semantic.torch_api import (
-    MODULE_CONTAINERS, MODULE_RETURNING_METHODS, PARAMETER_FREE_LAYERS, SHAPE_FACTORIES, SIZED_LAYERS, nn_class_name,
+    LITERAL_TENSOR, MODULE_CONTAINERS, MODULE_RETURNING_METHODS, MODULE_WRAPPERS, PARAMETER_FREE_LAYERS, RANGE_FUNCTION,
+    SHAPE_FACTORIES, SHAPE_KEEPING_FUNCTIONS, SHAPE_KEEPING_METHODS, SIZED_LAYERS, STACKING_FUNCTION, TENSOR_OPTIONS,
+    nn_class_name,
 )
 
 TOY_SIZE = 100_000
@@ -53,6 +55,22 @@ def is_toy(model: SemanticModel, value: ast.expr) -> bool:
     return size is not None and 0 < size <= TOY_SIZE
 
 
+def payload_size(model: SemanticModel, value: ast.expr) -> Optional[int]:
+    """The tensor elements ``value``, something saved, holds where the code spells them: a tensor
+    whose shape it spells (``torch.arange(4)``, ``torch.zeros(4)``), or a list, tuple or dict
+    display of them, through names each assignment of which is one (the largest); else None."""
+    try:
+        return _Evaluator(model).payload_size(value, 0)
+    except _Unknown:
+        return None
+
+
+def is_toy_payload(model: SemanticModel, value: ast.expr) -> bool:
+    """Whether ``value`` holds at most :data:`TOY_SIZE` tensor elements, and some (:func:`payload_size`)."""
+    size = payload_size(model, value)
+    return size is not None and 0 < size <= TOY_SIZE
+
+
 LAYER_KEEPING_METHODS = MODULE_RETURNING_METHODS | frozenset({
     "load_state_dict", "state_dict", "parameters", "named_parameters", "buffers", "named_buffers", "forward",
     "modules", "named_modules", "children", "zero_grad",
@@ -68,7 +86,8 @@ OTHER_BINDINGS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.alias
 
 def always_a_toy(model: SemanticModel, binding: Binding) -> bool:
     """Whether every binding of a name (one at least) assigns a toy network (:func:`is_toy`), or the
-    same name moved or put in a mode (``net = net.to(device)``), and nothing grows it after
+    same name moved, put in a mode or wrapped (``net = net.to(device)``, ``net =
+    nn.DataParallel(net)``), and nothing grows it after
     (:func:`_grown`). A parameter, an
     import, a global or any other kind of binding of the name is not known to be a toy."""
     scope = binding.scope
@@ -84,12 +103,37 @@ def always_a_toy(model: SemanticModel, binding: Binding) -> bool:
         if not (isinstance(statement, ast.Assign) and statement.targets == [use]):
             return False
         value = module_of(statement.value)
+        wrapped = _wrapper_of(model, value)
+        value = module_of(wrapped) if wrapped is not None else value
         if isinstance(value, ast.Name) and value.id == binding.name:
             continue
         if not is_toy(model, statement.value):
             return False
         built = True
     return built
+
+
+def _wrapper_of(model: SemanticModel, value: ast.expr) -> Optional[ast.expr]:
+    """``net`` of ``nn.DataParallel(net)``: the module a wrapper of :data:`MODULE_WRAPPERS` holds."""
+    if not (isinstance(value, ast.Call) and value.args and not isinstance(value.args[0], ast.Starred)):
+        return None
+    names = model.resolved_names(value.func)
+    return value.args[0] if len(names) == 1 and nn_class_name(next(iter(names))) in MODULE_WRAPPERS else None
+
+
+def _rewraps(model: SemanticModel, wrapper: ast.Call, name: str) -> bool:
+    """Whether ``wrapper`` (moved or put in a mode) is assigned back to ``name`` alone (``net =
+    nn.DataParallel(net).to(device)``)."""
+    value: ast.AST = wrapper
+    parent = model.parent(value)
+    while isinstance(parent, ast.Attribute) and parent.attr in MODULE_RETURNING_METHODS:
+        call = model.parent(parent)
+        if not isinstance(call, ast.Call):
+            return False
+        value, parent = call, model.parent(call)
+    return isinstance(parent, ast.Assign) and parent.value is value and len(parent.targets) == 1 and (
+        isinstance(parent.targets[0], ast.Name) and parent.targets[0].id == name
+    )
 
 
 def _bound_otherwise(model: SemanticModel, name: str) -> bool:
@@ -103,7 +147,7 @@ def _bound_otherwise(model: SemanticModel, name: str) -> bool:
     return False
 
 
-def _grown(model: SemanticModel, use: ast.Name) -> bool:
+def _grown(model: SemanticModel, use: ast.Name, seen: FrozenSet[int] = frozenset()) -> bool:
     """Whether a read of a network's name may add to its state dict. Calling it, handing it to a
     builtin that only reads (``print(net)``), showing it in an f-string, comparing it, reading an attribute (``net.weights``) and calling
     methods that leave its layers alone (``net.eval()``, ``net.to(device)``, ``net.parameters()``)
@@ -127,11 +171,44 @@ def _grown(model: SemanticModel, use: ast.Name) -> bool:
         node, parent = parent, call
     if isinstance(node, ast.Call):
         return False  # a method's result: the module moved, its parameters, its state dict
+    if isinstance(parent, ast.keyword):
+        call = model.parent(parent)
+        return not (isinstance(call, ast.Call) and _only_read_by_callee(model, call, node, seen))
     if isinstance(parent, ast.Call) and node is not parent.func:
-        return not (isinstance(parent.func, ast.Name) and parent.func.id in READING_BUILTINS)
+        if isinstance(parent.func, ast.Name) and parent.func.id in READING_BUILTINS:
+            return False
+        if node is use and _wrapper_of(model, parent) is use and _rewraps(model, parent, use.id):
+            return False
+        return not _only_read_by_callee(model, parent, node, seen)
     if isinstance(parent, (ast.FormattedValue, ast.Compare)):
         return False  # shown in an f-string, compared
     return node is use or isinstance(parent, (ast.Assign, ast.AnnAssign, ast.NamedExpr, ast.Return, ast.Yield, ast.withitem))
+
+
+def _only_read_by_callee(model: SemanticModel, call: ast.Call, argument: ast.AST, seen: FrozenSet[int]) -> bool:
+    """Whether ``call`` calls a function of the module (by binding) that fills a parameter with
+    ``argument``, never rebinds that parameter, and only reads it the ways :func:`_grown` allows
+    (through the functions it hands it to in turn, each followed once)."""
+    function = model.callee(call)
+    if function is None or id(function.node) in seen:
+        return False
+    parameter: Optional[str] = None
+    index = next((position for position, passed in enumerate(call.args) if passed is argument), None)
+    if index is not None:
+        if any(isinstance(earlier, ast.Starred) for earlier in call.args[: index + 1]) or index >= len(function.positional):
+            return False
+        parameter = function.positional[index]
+    else:
+        keyword = next((keyword for keyword in call.keywords if keyword.value is argument), None)
+        if keyword is not None and keyword.arg in function.scope.parameters:
+            parameter = keyword.arg
+    scope = function.scope
+    if parameter is None or parameter in scope.globals | scope.nonlocals:
+        return False
+    uses = model.uses(Binding(scope, parameter))
+    return all(
+        isinstance(use.ctx, ast.Load) and not _grown(model, use, seen | {id(function.node)}) for use in uses
+    )
 
 
 class _Evaluator:
@@ -145,11 +222,16 @@ class _Evaluator:
         names = self.model.resolved_names(node.func)
         if len(names) == 1:
             qualified = next(iter(names))
-            if qualified == PARAMETER and node.args:
-                return self.tensor_size(node.args[0], environment)
+            if qualified == PARAMETER:
+                data = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "data"), None)
+                if data is None:
+                    raise _Unknown
+                return self.tensor_size(data, environment)
             layer = nn_class_name(qualified)
             if layer in PARAMETER_FREE_LAYERS:
                 return 0
+            if layer in MODULE_WRAPPERS and node.args and not isinstance(node.args[0], ast.Starred):
+                return self.size(node.args[0], environment, depth + 1)
             if layer in MODULE_CONTAINERS:
                 return self.container_size(layer, node, environment, depth)
             if layer in SIZED_LAYERS:
@@ -160,6 +242,20 @@ class _Evaluator:
         if built is None:
             raise _Unknown
         return self.class_size(built, node, environment, depth)
+
+    def payload_size(self, value: ast.expr, depth: int) -> int:
+        """The tensor elements ``value`` holds (see :func:`is_toy_payload`)."""
+        if depth > MAX_DEPTH:
+            raise _Unknown
+        if isinstance(value, (ast.List, ast.Tuple)):
+            return sum(self.payload_size(part, depth + 1) for part in value.elts)
+        if isinstance(value, ast.Dict):
+            if any(key is None or not isinstance(key, ast.Constant) for key in value.keys):
+                raise _Unknown
+            return sum(self.payload_size(part, depth + 1) for part in value.values)
+        if isinstance(value, ast.Name):
+            return max(self.payload_size(assigned, depth + 1) for assigned in self.assigned_values(value))
+        return math.prod(self.tensor_shape(value, {}, depth + 1))
 
     def container_size(self, layer: str, call: ast.Call, environment: Environment, depth: int) -> int:
         if call.keywords or any(isinstance(argument, ast.Starred) for argument in call.args):
@@ -193,7 +289,8 @@ class _Evaluator:
     def body_size(self, body: List[ast.stmt], receiver: str, environment: Environment, depth: int) -> int:
         """The state dict of what a constructor's statements store on ``receiver``: each must be a
         docstring, ``super().__init__(...)``, a number bound to a name or attribute, a layer stored
-        in an attribute, or a buffer registered from a shape."""
+        in an attribute, a tensor stored in an attribute (no part of the state dict), or a buffer
+        registered from a tensor whose shape the code spells."""
         total = 0
         for statement in body:
             if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
@@ -205,17 +302,27 @@ class _Evaluator:
                 raise _Unknown
             target = statement.targets[0]
             try:
-                number = _number(statement.value, environment)
+                number = self.value(statement.value, environment)
             except _Unknown:
                 if not (isinstance(target, ast.Attribute) and ast_dotted_name(target.value) == receiver):
                     raise
-                total += self.size(statement.value, environment, depth + 1)
+                if not self.plain_tensor(statement.value, environment):
+                    total += self.size(statement.value, environment, depth + 1)
                 continue
             if isinstance(target, ast.Name):
                 environment = {**environment, target.id: number}
             elif not (isinstance(target, ast.Attribute) and ast_dotted_name(target.value) == receiver):
                 raise _Unknown
         return total
+
+    def plain_tensor(self, value: ast.expr, environment: Environment) -> bool:
+        """Whether ``value`` is a tensor the code spells the shape of (see :meth:`tensor_shape`): an
+        attribute holding one is no part of the state dict."""
+        try:
+            self.tensor_shape(value, environment, 0)
+        except _Unknown:
+            return False
+        return True
 
     def call_statement_size(self, call: ast.Call, receiver: str, environment: Environment) -> int:
         function = call.func
@@ -226,20 +333,62 @@ class _Evaluator:
         raise _Unknown
 
     def tensor_size(self, node: ast.expr, environment: Environment) -> int:
-        """The elements of ``torch.randn(3, 4)``, ``torch.zeros((3, 4))`` and the other shape factories."""
-        if not isinstance(node, ast.Call) or not node.args:
+        """The elements of a tensor whose shape the code spells (see :meth:`tensor_shape`)."""
+        return math.prod(self.tensor_shape(node, environment, 0))
+
+    def tensor_shape(self, node: ast.expr, environment: Environment, depth: int) -> Tuple[int, ...]:
+        """The shape of ``torch.randn(3, 4)``, ``torch.zeros((3, 4))`` and the other shape
+        factories, of ``torch.tensor([[1, 2], [3, 4]])``, of ``torch.stack((x, x), dim=0)`` and of
+        ``torch.triu(x)``, through names bound once (:meth:`bound_value`)."""
+        if depth > MAX_DEPTH:
+            raise _Unknown
+        if isinstance(node, ast.Name) and node.id not in environment:
+            return self.tensor_shape(self.bound_value(node), {}, depth + 1)
+        if not isinstance(node, ast.Call):
             raise _Unknown
         names = self.model.resolved_names(node.func)
         if len(names) != 1:
             raise _Unknown
-        head, _, factory = next(iter(names)).rpartition(".")
-        if head != "torch" or factory not in SHAPE_FACTORIES or factory.endswith("_like") or factory in ("full", "normal"):
+        head, _, function = next(iter(names)).rpartition(".")
+        if head != "torch" or any(isinstance(argument, ast.Starred) for argument in node.args):
             raise _Unknown
-        values = [_number(argument, environment) for argument in node.args]
+        if function in SHAPE_KEEPING_FUNCTIONS and node.args:
+            return self.tensor_shape(node.args[0], environment, depth + 1)
+        if function == STACKING_FUNCTION:
+            return self.stacked_shape(node, environment, depth)
+        sized = {keyword.arg: keyword.value for keyword in node.keywords if keyword.arg not in TENSOR_OPTIONS}
+        if function == LITERAL_TENSOR and len(node.args) == 1 and not sized:
+            return _literal_shape(node.args[0])
+        if function == RANGE_FUNCTION and 1 <= len(node.args) <= 3 and not sized:
+            return (_range_length([self.value(argument, environment) for argument in node.args]),)
+        if function not in SHAPE_FACTORIES or function.endswith("_like") or function in ("full", "normal"):
+            raise _Unknown
+        if set(sized) - {"size"} or bool(sized) == bool(node.args):
+            raise _Unknown
+        values = [self.value(argument, environment) for argument in (node.args or [sized["size"]])]
         shape = values[0] if len(values) == 1 and isinstance(values[0], tuple) else tuple(values)
-        if not all(isinstance(dimension, int) and not isinstance(dimension, bool) for dimension in shape):
+        return _dimensions(shape)
+
+    def stacked_shape(self, call: ast.Call, environment: Environment, depth: int) -> Tuple[int, ...]:
+        """The shape of ``torch.stack(tensors, dim)``: the tensors', all alike, with their number at ``dim``."""
+        dimension: Value = 0
+        if len(call.args) == 2:
+            dimension = self.value(call.args[1], environment)
+        for keyword in call.keywords:
+            if keyword.arg != "dim" or len(call.args) != 1:
+                raise _Unknown
+            dimension = self.value(keyword.value, environment)
+        parts = call.args[0]
+        if len(call.args) > 2 or not isinstance(parts, (ast.Tuple, ast.List)) or not parts.elts:
             raise _Unknown
-        return math.prod(shape)  # type: ignore[arg-type]
+        shapes = {self.tensor_shape(part, environment, depth + 1) for part in parts.elts}
+        if len(shapes) != 1 or not isinstance(dimension, int) or isinstance(dimension, bool):
+            raise _Unknown
+        shape = shapes.pop()
+        position = dimension if dimension >= 0 else len(shape) + 1 + dimension
+        if not 0 <= position <= len(shape):
+            raise _Unknown
+        return shape[:position] + (len(parts.elts),) + shape[position:]
 
     def arguments(self, call: ast.Call, positional: Tuple[str, ...], defaults: Dict[str, ast.expr], environment: Environment) -> Environment:
         """The values a call passes, by parameter name (defaults where it passes none)."""
@@ -247,36 +396,137 @@ class _Evaluator:
             raise _Unknown
         if len(call.args) > len(positional):
             raise _Unknown
-        bound: Environment = {name: _number(value, {}) for name, value in defaults.items()}
-        bound.update((name, _number(argument, environment)) for name, argument in zip(positional, call.args))
-        bound.update((keyword.arg, _number(keyword.value, environment)) for keyword in call.keywords if keyword.arg is not None)
+        bound: Environment = {name: self.value(value, {}) for name, value in defaults.items()}
+        bound.update((name, self.value(argument, environment)) for name, argument in zip(positional, call.args))
+        bound.update((keyword.arg, self.value(keyword.value, environment)) for keyword in call.keywords if keyword.arg is not None)
         return bound
 
+    def value(self, node: ast.expr, environment: Environment, depth: int = 0) -> Value:
+        """The value of a constant expression over ``environment``: numbers, strings, ``None``,
+        tuples and lists of them, arithmetic on integers, names (of ``environment``, or bound once:
+        :meth:`bound_value`), and the shape of a tensor the code spells (``x.shape[1]``,
+        ``x.size(0)``, ``len(x)``: :meth:`tensor_shape`)."""
+        if depth > MAX_DEPTH:
+            raise _Unknown
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, str, type(None))):
+            return node.value
+        if isinstance(node, ast.Name):
+            if node.id in environment:
+                return environment[node.id]
+            return self.value(self.bound_value(node), {}, depth + 1)
+        if isinstance(node, (ast.Tuple, ast.List)):
+            return tuple(self.value(element, environment, depth) for element in node.elts)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            operand = self.value(node.operand, environment, depth)
+            if isinstance(operand, int):
+                return -operand
+        if isinstance(node, ast.BinOp):
+            return _arithmetic(node.op, self.value(node.left, environment, depth), self.value(node.right, environment, depth))
+        if isinstance(node, ast.Attribute) and node.attr == SHAPE_ATTRIBUTE:
+            return self.tensor_shape(node.value, environment, depth + 1)
+        if isinstance(node, ast.Subscript):
+            return _item(self.value(node.value, environment, depth), self.value(node.slice, environment, depth))
+        if isinstance(node, ast.Call) and not node.keywords and len(node.args) <= 1:
+            function = node.func
+            if isinstance(function, ast.Attribute) and function.attr == SIZE_METHOD:
+                shape = self.tensor_shape(function.value, environment, depth + 1)
+                return _item(shape, self.value(node.args[0], environment, depth)) if node.args else shape
+            if isinstance(function, ast.Name) and function.id == "len" and node.args and self.model.names_at(self.model.span(function)) >= {"builtins.len"}:
+                return _item(self.tensor_shape(node.args[0], environment, depth + 1), 0)
+        raise _Unknown
 
-def _number(node: ast.expr, environment: Environment) -> Value:
-    """The value of a constant expression over ``environment``: numbers, strings, ``None``, tuples
-    and lists of them, names, and arithmetic on integers."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, str, type(None))):
-        return node.value
-    if isinstance(node, ast.Name) and node.id in environment:
-        return environment[node.id]
-    if isinstance(node, (ast.Tuple, ast.List)):
-        return tuple(_number(element, environment) for element in node.elts)
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        operand = _number(node.operand, environment)
-        if isinstance(operand, int):
-            return -operand
-    if isinstance(node, ast.BinOp):
-        left, right = _number(node.left, environment), _number(node.right, environment)
-        if isinstance(left, int) and isinstance(right, int) and not isinstance(left, bool) and not isinstance(right, bool):
-            if isinstance(node.op, ast.Add):
-                return left + right
-            if isinstance(node.op, ast.Sub):
-                return left - right
-            if isinstance(node.op, ast.Mult):
-                return left * right
-            if isinstance(node.op, ast.FloorDiv) and right:
-                return left // right
+    def bound_value(self, name: ast.Name) -> ast.expr:
+        """What a name read outside ``environment`` holds where one assignment of it alone gives
+        its value (``d_out = 2``, ``x = torch.tensor(...)``) and any other only moves or casts it
+        (``x = x.to(device)``): see :meth:`assigned_values`."""
+        values = self.assigned_values(name)
+        if len(values) != 1:
+            raise _Unknown
+        return values[0]
+
+    def assigned_values(self, name: ast.Name) -> List[ast.expr]:
+        """The values the assignments of a name give it (one at least), leaving out those that
+        only move or cast what it holds (``x = x.to(device)``); the name is bound no other way (a
+        parameter, a global or nonlocal, an import, a ``def``, a loop or ``with`` target)."""
+        binding = self.model.scope_at(name).resolve(name.id)
+        scope = binding.scope
+        if name.id in scope.parameters or name.id in scope.globals | scope.nonlocals or _bound_otherwise(self.model, name.id):
+            raise _Unknown
+        values: List[ast.expr] = []
+        for use in self.model.uses(binding):
+            if isinstance(use.ctx, ast.Load):
+                continue
+            statement = self.model.parent(use)
+            if not (isinstance(statement, ast.Assign) and statement.targets == [use]):
+                raise _Unknown
+            if not _reshaped_in_place(statement.value, name.id):
+                values.append(statement.value)
+        if not values:
+            raise _Unknown
+        return values
+
+
+SHAPE_ATTRIBUTE = "shape"
+SIZE_METHOD = "size"
+
+
+def _reshaped_in_place(value: ast.expr, name: str) -> bool:
+    """``name.to(device)``, ``name.float().cuda()``: the tensor ``name`` holds, of the same shape."""
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in SHAPE_KEEPING_METHODS:
+        value = value.func.value
+    return isinstance(value, ast.Name) and value.id == name
+
+
+def _range_length(bounds: List[Value]) -> int:
+    """The length of ``range(*bounds)``, for integer bounds."""
+    integers = [bound for bound in bounds if isinstance(bound, int) and not isinstance(bound, bool)]
+    if len(integers) != len(bounds) or integers[2:] == [0]:
+        raise _Unknown
+    return len(range(*integers))
+
+
+def _literal_shape(node: ast.expr) -> Tuple[int, ...]:
+    """The shape of the nested lists or tuples of numbers ``torch.tensor`` is given."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, bool)):
+        return ()
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        return _literal_shape(node.operand)
+    if isinstance(node, (ast.List, ast.Tuple)) and not any(isinstance(element, ast.Starred) for element in node.elts):
+        shapes = {_literal_shape(element) for element in node.elts}
+        if len(shapes) > 1:
+            raise _Unknown
+        return (len(node.elts),) + (shapes.pop() if shapes else ())
+    raise _Unknown
+
+
+def _dimensions(shape: Value) -> Tuple[int, ...]:
+    """``shape`` as a tuple of sides, each a count."""
+    if not isinstance(shape, tuple):
+        raise _Unknown
+    sides: List[int] = []
+    for side in shape:
+        if not isinstance(side, int) or isinstance(side, bool) or side < 0:
+            raise _Unknown
+        sides.append(side)
+    return tuple(sides)
+
+
+def _item(sequence: Value, index: Value) -> Value:
+    if not isinstance(sequence, tuple) or not isinstance(index, int) or isinstance(index, bool) or not -len(sequence) <= index < len(sequence):
+        raise _Unknown
+    return sequence[index]
+
+
+def _arithmetic(operator: ast.operator, left: Value, right: Value) -> int:
+    if isinstance(left, int) and isinstance(right, int) and not isinstance(left, bool) and not isinstance(right, bool):
+        if isinstance(operator, ast.Add):
+            return left + right
+        if isinstance(operator, ast.Sub):
+            return left - right
+        if isinstance(operator, ast.Mult):
+            return left * right
+        if isinstance(operator, ast.FloorDiv) and right:
+            return left // right
     raise _Unknown
 
 

@@ -57,6 +57,12 @@ class ReadBack:
             self._restores_live_object(call, path) or self._restores_attribute(call, path) or self._reads_cache(call, path)
         )
 
+    def payloads_saved_to(self, loaded: ast.expr) -> List[ast.expr]:
+        """What the module's ``torch.save`` calls write to the path ``loaded`` names (the same path:
+        :meth:`same_path`); empty where none does."""
+        path = self.path_of(loaded)
+        return [value for _, value, saved in self.saves if self.same_path(path, saved)]
+
     def path_of(self, node: ast.expr) -> Optional[ast.expr]:
         """The path a file object stands for (``f`` of ``with open(path, "rb") as f``, in the same
         function), ``node`` itself for anything but a name, and None for a name bound to what

@@ -109,6 +109,24 @@ SHAPE_FACTORIES = frozenset({
 reads one called with a device as a large allocation (unless given another ``dtype``: ids and masks
 are small)."""
 
+LITERAL_TENSOR = "tensor"
+"""``torch.tensor(data)``: a tensor of the shape of the nested lists it is given."""
+RANGE_FUNCTION = "arange"
+"""``torch.arange(end)``, ``torch.arange(start, end, step)``: a one-dimensional tensor of the range."""
+TENSOR_OPTIONS = frozenset({"dtype", "device", "requires_grad"})
+"""Keywords of torch's tensor creation functions that leave the shape as the other arguments give it."""
+STACKING_FUNCTION = "stack"
+"""``torch.stack(tensors, dim)``: the tensors' common shape with their number inserted at ``dim``."""
+SHAPE_KEEPING_FUNCTIONS = frozenset({"triu", "tril"})
+"""``torch`` functions that return a tensor of their first argument's shape (``semantic.model_size``
+reads a buffer's size through them)."""
+SHAPE_KEEPING_METHODS = frozenset({
+    "to", "cpu", "cuda", "float", "half", "double", "long", "int", "bool", "detach", "clone", "contiguous",
+    "requires_grad_",
+})
+"""Tensor methods whose result has the receiver's shape (``x = x.to(device)`` keeps what
+``semantic.model_size`` knows of ``x``)."""
+
 NON_TENSOR_TORCH = frozenset({
     "device", "dtype", "no_grad", "enable_grad", "inference_mode", "set_grad_enabled", "manual_seed",
     "seed", "is_tensor", "is_floating_point", "is_complex", "numel", "save", "compile", "get_default_dtype",
@@ -122,6 +140,12 @@ NON_TENSOR_TORCH = frozenset({
 TENSOR_NAMESPACES = ("torch.nn.functional.", "torch.linalg.", "torch.fft.", "torch.special.")
 """Namespaces every function of which computes tensors: ``is_torch_tensor_function`` accepts them
 all, and ``is_module_constructor`` none."""
+
+INTEGER_DTYPES = frozenset({"torch.long", "torch.int64", "torch.int", "torch.int32", "torch.int16", "torch.int8", "torch.uint8"})
+"""Integer dtypes, as qualified names: a tensor of them holds ids, indices or counts (read by
+``semantic.one_example``)."""
+INTEGER_TENSOR_CLASSES = frozenset({"torch.LongTensor", "torch.IntTensor", "torch.cuda.LongTensor", "torch.cuda.IntTensor"})
+"""Legacy constructors of integer tensors: ``torch.LongTensor(ids)``."""
 
 FLOAT_DTYPES = frozenset({"float", "float16", "float32", "float64", "half", "bfloat16", "double"})
 """The floating-point ``torch`` dtypes, by attribute name (``torch.float16``): ``analysis.tensors``
@@ -313,6 +337,10 @@ PARAMETER_FREE_LAYERS = frozenset({
     "AdaptiveMaxPool2d", "Flatten", "Identity", "Upsample",
 })
 """``torch.nn`` layers with an empty state dict, whatever their arguments."""
+
+MODULE_WRAPPERS = frozenset({"DataParallel", "DistributedDataParallel"})
+"""``torch.nn`` classes that wrap the module they are given first: their state dict is that module's,
+each key prefixed with ``module.``."""
 
 MODULE_CONTAINERS = frozenset({"Sequential", "ModuleList"})
 """``torch.nn`` containers whose state dict is that of the modules they are given."""
