@@ -352,6 +352,19 @@ def test_payload_size_counts_the_tensor_elements(payload):
     assert payload_size(SemanticModel(tree, source), tree.body[-1].value) == sum(tensor.numel() for tensor in tensors)
 
 
+def test_integer_dtypes_and_tensor_classes_are_integer():
+    for name in torch_api.INTEGER_DTYPES:
+        dtype = getattr(torch, name.split(".", 1)[1])
+        assert isinstance(dtype, torch.dtype) and not dtype.is_floating_point and not dtype.is_complex and dtype != torch.bool, name
+    for name in torch_api.INTEGER_TENSOR_CLASSES:
+        module, _, cls = name.rpartition(".")
+        tensor_type = getattr(importlib.import_module(module), cls)
+        if module == "torch":
+            assert tensor_type([1, 2]).dtype in {torch.int64, torch.int32}, name
+        else:
+            assert getattr(torch, cls).dtype == tensor_type.dtype, name
+
+
 def test_module_wrappers_take_the_module_first():
     for name in torch_api.MODULE_WRAPPERS:
         assert list(inspect.signature(getattr(nn.parallel, name)).parameters)[0] == "module", name

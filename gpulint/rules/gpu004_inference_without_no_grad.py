@@ -19,6 +19,7 @@ from gpulint.semantic.backward import backpropagated_functions
 from gpulint.semantic.confined import stays_inside
 from gpulint.semantic.evaluation import EvaluationFacts, ScopeFacts
 from gpulint.semantic.model import Function, SemanticModel
+from gpulint.semantic.one_example import runs_one_example
 from gpulint.semantic.survey import ast_dotted_name
 from gpulint.semantic.torch_api import FORWARD_METHODS, MODULE_METHODS
 
@@ -72,7 +73,8 @@ class InferenceWithoutNoGrad(Rule):
         gradients on, with those forward calls: not where the code also trains (``backward``, an
         optimizer ``step``), nor in a function whose result a backward pass may start from, nor in
         a model's own ``forward`` (what its callers may backpropagate), nor in a function that
-        always runs with gradients off, nor in one only handed to other code to call back, nor on a frozen model, nor on a model the module builds in
+        always runs with gradients off, nor in one that runs its model once on one example it makes
+        of Python data and lets nothing of it out (:func:`runs_one_example`), nor in one only handed to other code to call back, nor on a frozen model, nor on a model the module builds in
         a module that never puts anything on an accelerator (its graph takes host memory, not the
         GPU's). In an inference-only program (``program``: a notebook, or a file with an
         ``if __name__ == "__main__":`` block; nothing in the file trains, and it loads weights), a
@@ -98,6 +100,7 @@ class InferenceWithoutNoGrad(Rule):
                 scope.function in model.runs_without_grad or _forward_of_a_model(model, scope.function)
                 or _only_handed_over(model, scope.function)
                 or scope.function in model.derived(backpropagated_functions)
+                or runs_one_example(model, scope.function, calls)
             )):
                 continue
             if scope.needs_gradients:
