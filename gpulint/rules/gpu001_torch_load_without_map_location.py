@@ -209,14 +209,104 @@ def _placed_by_the_program(model: SemanticModel, call: ast.Call) -> bool:
 
 def _a_toy(model: SemanticModel, call: ast.Call) -> bool:
     """Whether the load copies a state dict into a toy network (:func:`_into_a_toy`) or reads a
-    toy payload back: a file every ``torch.save`` of the module that writes its path fills with a
-    few tensors whose shapes the code spells (``torch.save([x, y], "x-files")`` after ``x =
-    torch.arange(4)``: :func:`~gpulint.semantic.model_size.is_toy_payload`), one save at least."""
-    if _into_a_toy(model, call):
-        return True
+    toy payload back (:func:`_reads_back_a_toy_payload`: ``torch.save([x, y], "x-files")`` after
+    ``x = torch.arange(4)``)."""
+    return _into_a_toy(model, call) or _reads_back_a_toy_payload(model, call)
+
+
+SAVE = "torch.save"
+CONDITIONAL = (ast.If, ast.IfExp, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.Match, ast.BoolOp)
+"""Where a statement may not run."""
+
+
+def _reads_back_a_toy_payload(model: SemanticModel, call: ast.Call) -> bool:
+    """Whether the load reads a path (a string the code spells) that the module writes only with
+    ``torch.save`` calls of toy payloads (:func:`~gpulint.semantic.model_size.is_toy_payload`),
+    one of which runs, unconditionally, before the load in a block that holds both. Every
+    ``torch.save`` of the module must be a plain call (not aliased, no ``*args``) with a path the
+    code spells (or a file ``with open(path) as f`` opens), and the path's string may be used only
+    as the path of ``torch.save`` and ``torch.load`` (directly or through a name bound to it):
+    anything else may write the file."""
     loaded = loaded_path(call)
-    payloads = model.derived(ReadBack).payloads_saved_to(loaded) if loaded is not None else []
-    return bool(payloads) and all(is_toy_payload(model, payload) for payload in payloads)
+    path = _string_value(model, loaded) if loaded is not None else None
+    if path is None:
+        return False
+    saves: List[ast.Call] = []
+    for node in [*model.nodes(ast.Name), *model.nodes(ast.Attribute)]:
+        if SAVE in model.qualified_names(node) and model.resolved_names(node) & {SAVE}:
+            save = model.parent(node)
+            if not (isinstance(save, ast.Call) and save.func is node):
+                return False  # ``save = torch.save``, ``partial(torch.save, ...)``
+            saves.append(save)
+    read_back = model.derived(ReadBack)
+    written: List[ast.Call] = []
+    for save in saves:
+        target = _save_path(save)
+        opened = read_back.path_of(target) if target is not None else None
+        spelled = _string_value(model, opened) if opened is not None else None
+        if spelled is None:
+            return False
+        if spelled == path:
+            written.append(save)
+    if not written or not _path_only_saved_and_loaded(model, path):
+        return False
+    payloads = [save.args[0] if save.args else _keyword(save, "obj") for save in written]
+    if not all(payload is not None and is_toy_payload(model, payload) for payload in payloads):
+        return False
+    return any(
+        read_back.runs_before(save, call) and not any(isinstance(node, CONDITIONAL) for node in _between(model, save, call)) for save in written
+    )
+
+
+def _save_path(save: ast.Call) -> Optional[ast.expr]:
+    """The path of ``torch.save(obj, f)``; None where a starred or ``**`` argument may give it."""
+    if any(isinstance(argument, ast.Starred) for argument in save.args) or any(keyword.arg is None for keyword in save.keywords):
+        return None
+    return save.args[1] if len(save.args) > 1 else _keyword(save, "f")
+
+
+def _keyword(call: ast.Call, name: str) -> Optional[ast.expr]:
+    return next((keyword.value for keyword in call.keywords if keyword.arg == name), None)
+
+
+def _path_only_saved_and_loaded(model: SemanticModel, path: str) -> bool:
+    """Whether every use of the string ``path`` in the module is the path of a ``torch.save`` or
+    ``torch.load`` call, directly or through a name assigned it whose every read is one."""
+    for constant in model.nodes(ast.Constant):
+        if constant.value != path:
+            continue
+        parent = model.parent(constant)
+        if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name):
+            binding = model.scope_at(parent.targets[0]).resolve(parent.targets[0].id)
+            uses = [use for use in model.uses(binding) if isinstance(use.ctx, ast.Load)]
+            if not all(_is_saved_or_loaded_path(model, use) for use in uses):
+                return False
+        elif not _is_saved_or_loaded_path(model, constant):
+            return False
+    return True
+
+
+def _is_saved_or_loaded_path(model: SemanticModel, node: ast.expr) -> bool:
+    parent = model.parent(node)
+    if isinstance(parent, ast.keyword):
+        parent = model.parent(parent)
+    if not isinstance(parent, ast.Call):
+        return False
+    names = model.resolved_names(parent.func)
+    if names == {SAVE}:
+        return _save_path(parent) is node
+    return bool(names) and names <= MAP_LOCATION_SLOT.keys() and loaded_path(parent) is node
+
+
+def _between(model: SemanticModel, save: ast.Call, load: ast.Call) -> List[ast.AST]:
+    """The nodes around ``save`` up to the innermost node that also holds ``load``."""
+    around_load = {id(node) for node in model.ancestors(load)}
+    found: List[ast.AST] = []
+    for node in model.ancestors(save):
+        if id(node) in around_load:
+            break
+        found.append(node)
+    return found
 
 
 def _into_a_toy(model: SemanticModel, call: ast.Call) -> bool:

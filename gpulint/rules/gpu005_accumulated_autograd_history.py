@@ -16,7 +16,7 @@ from gpulint.analysis.tensors import dotted_name, subexpressions
 from gpulint.engine.diagnostics import Applicability, FixOutcome, NoFix
 from gpulint.engine.rule import FixAvailability, Rule
 from gpulint.semantic.backward import backpropagated_functions
-from gpulint.semantic.history import AutogradHistory, only_detached
+from gpulint.semantic.history import AutogradHistory, loss_parts, only_detached
 from gpulint.semantic.model import BUILTIN_NAMES, SemanticModel
 from gpulint.semantic.survey import Survey, argument_values, ast_dotted_name
 from gpulint.semantic.torch_api import AUTOGRAD_ENTRY_POINTS, is_torch_tensor_function
@@ -208,7 +208,8 @@ class AccumulatedAutogradHistory(Rule):
         return model.gradients_off_at(code_range.start.line, code_range.start.column)
 
     def _carries_history(self, value: cst.BaseExpression, loop: cst.CSTNode, analysis: ScopeAnalysis, at: cst.CSTNode) -> bool:
-        """A name ``.backward()`` is called on inside the loop, or the output of a module, a criterion
+        """A name ``.backward()`` is called on inside the loop (or a part of that loss unpacked beside
+        it: :func:`~gpulint.semantic.history.loss_parts`), or the output of a module, a criterion
         or a ``torch.nn.functional`` function computed with gradients on, still bound here."""
         if isinstance(value, cst.Call):
             return self._graph_producing(value, analysis)
@@ -216,6 +217,12 @@ class AccumulatedAutogradHistory(Rule):
             return False
         name = value.value
         backward_in_loop = _backward_names(loop)
+        for node in subexpressions(loop):
+            if isinstance(node, cst.Assign):
+                for target in node.targets:
+                    if isinstance(target.target, (cst.Tuple, cst.List)):
+                        unpacked = [element.value.value for element in target.target.elements if isinstance(element.value, cst.Name)]
+                        backward_in_loop |= loss_parts(unpacked, backward_in_loop)
         statement = _small_statement(self, at)
         step = analysis.step_of(statement) if statement is not None else None
         if step is None:
@@ -351,9 +358,16 @@ def _called_names(node: cst.CSTNode) -> Set[str]:
 
 def _computed_from(name: str, scope_node: cst.CSTNode) -> Set[str]:
     """``name`` and every name bound (in the scope) to a value computed from it, or holding it in a
-    container (``d[k] = x``, ``results.append(x)``), transitively."""
+    container (``d[k] = x``, ``results.append(x)``, also from a nested function), transitively. An
+    assignment in a nested function or class binds a name of its own (a loss module's
+    ``loss = class_loss + loc_loss`` is not the script's ``loss``), unless that function declares
+    ``global`` or ``nonlocal``."""
     derived = {name}
-    assignments = [n for n in subexpressions(scope_node) if isinstance(n, (cst.Assign, cst.AugAssign, cst.Call))]
+    local = {id(node) for node in _own_assignments(scope_node)}
+    assignments = [
+        n for n in subexpressions(scope_node)
+        if isinstance(n, cst.Call) or (isinstance(n, (cst.Assign, cst.AugAssign)) and id(n) in local)
+    ]
     changed = True
     while changed:
         changed = False
@@ -377,6 +391,25 @@ def _computed_from(name: str, scope_node: cst.CSTNode) -> Set[str]:
                         derived.add(bound)
                         changed = True
     return derived
+
+
+def _own_assignments(scope_node: cst.CSTNode) -> List[cst.CSTNode]:
+    """The assignments of a scope, and those of nested functions that declare ``global`` or
+    ``nonlocal`` (which may bind the scope's names); not those of other nested functions, lambdas
+    and classes."""
+    found: List[cst.CSTNode] = []
+
+    class Collect(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if node is not scope_node and isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                declares = any(isinstance(part, (cst.Global, cst.Nonlocal)) for part in subexpressions(node))
+                return declares and isinstance(node, cst.FunctionDef)
+            if isinstance(node, (cst.Assign, cst.AugAssign)):
+                found.append(node)
+            return True
+
+    scope_node.visit(Collect())
+    return found
 
 
 def _backward_inputs(scope_node: cst.CSTNode, qualified_names) -> List[cst.CSTNode]:

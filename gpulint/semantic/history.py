@@ -2,8 +2,8 @@
 once: a call of a module, a criterion, a ``torch.nn.functional`` function, a ``*_loss`` function of
 torch or a helper that returns a forward output computed with gradients on (of a model that is not
 frozen, :mod:`gpulint.semantic.frozen`, or of a frozen one given an argument that may carry
-history); and a name that ``.backward()`` is called on, or that its
-scope binds to such a call.
+history); a name that ``.backward()`` is called on, or a name spelling ``loss`` unpacked beside
+one (:func:`loss_parts`), or that its scope binds to such a call.
 
 It over-approximates what a rule's per-scope analysis concludes, so a rule may use it to decide
 which functions it must read at all.
@@ -12,7 +12,8 @@ which functions it must read at all.
 from __future__ import annotations
 
 import ast
-from typing import Iterator, List, Set, Tuple
+import re
+from typing import AbstractSet, Iterator, List, Sequence, Set, Tuple
 
 from gpulint.semantic.frozen import frozen_models
 from gpulint.semantic.model import SemanticModel
@@ -21,6 +22,18 @@ from gpulint.semantic.torch_api import LAYOUT_METHODS, is_loss_module, is_torch_
 
 DETACHING_METHODS = frozenset({"detach", "item", "tolist", "numpy"})
 """Tensor methods whose result carries no autograd history."""
+LOSS_WORDS = frozenset({"loss", "losses"})
+"""Words of a name that holds a loss (``batch_loc_loss``, ``lossD``)."""
+WORD = re.compile(r"[A-Z0-9]+(?![a-z])|[A-Z]?[a-z0-9]+")
+
+
+def loss_parts(unpacked: Sequence[str], backpropagated: AbstractSet[str]) -> Set[str]:
+    """The names of one unpacking (``loss, loc_loss, class_loss = criterion(...)``) that spell
+    ``loss`` as a word, where another of them is backpropagated: parts of the same loss, with its
+    history. The others (``acc``, ``correct``) may be metrics computed without history."""
+    if not set(unpacked) & backpropagated:
+        return set()
+    return {name for name in unpacked if LOSS_WORDS & {word.lower() for word in WORD.findall(name)}}
 
 
 def name_bindings(model: SemanticModel) -> Iterator[Tuple[str, ast.expr]]:
@@ -54,6 +67,11 @@ class AutogradHistory:
             call.func.value.id for call in model.method_calls("backward")
             if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name)
         }
+        for assign in model.nodes(ast.Assign):
+            for target in assign.targets:
+                if isinstance(target, (ast.Tuple, ast.List)):
+                    unpacked = [element.id for element in target.elts if isinstance(element, ast.Name)]
+                    self.backward_names |= loss_parts(unpacked, self.backward_names)
         frozen = model.derived(frozen_models)
         unfrozen = (
             model.functions_returning_outputs(lambda call: _called_model(model, call) not in frozen) if frozen

@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import ast
 import math
-from typing import Dict, FrozenSet, List, Optional, Tuple, Union
+from typing import Callable, Dict, FrozenSet, List, Optional, Set, Tuple, TypeVar, Union
 
-from gpulint.semantic.model import SemanticModel
+from gpulint.semantic.model import Function, SemanticModel
 from gpulint.semantic.scopes import Binding
 from gpulint.semantic.survey import ast_dotted_name, module_of
 from gpulint.semantic.torch_api import (
-    LITERAL_TENSOR, MODULE_CONTAINERS, MODULE_RETURNING_METHODS, MODULE_WRAPPERS, PARAMETER_FREE_LAYERS, RANGE_FUNCTION,
-    SHAPE_FACTORIES, SHAPE_KEEPING_FUNCTIONS, SHAPE_KEEPING_METHODS, SIZED_LAYERS, STACKING_FUNCTION, TENSOR_OPTIONS,
-    nn_class_name,
+    DEVICE_KEEPING_TENSOR_METHODS, LAYOUT_METHODS, LITERAL_TENSOR, MODULE_CONTAINERS, MODULE_RETURNING_METHODS,
+    MODULE_WRAPPERS, PARAMETER_FREE_LAYERS, RANGE_FUNCTION, SHAPE_FACTORIES, SHAPE_KEEPING_FUNCTIONS, SHAPE_KEEPING_METHODS,
+    SIZED_LAYERS, STACKING_FUNCTION, TENSOR_OPTIONS, TENSOR_SHAPE_METHODS, TENSOR_TO_PYTHON_METHODS, nn_class_name,
 )
 
 TOY_SIZE = 100_000
@@ -32,6 +32,7 @@ MAX_DEPTH = 8
 """How deep classes built by classes are followed."""
 
 Value = Union[int, float, bool, str, None, Tuple["Value", ...]]
+T = TypeVar("T")
 Environment = Dict[str, Value]
 
 
@@ -70,6 +71,15 @@ def is_toy_payload(model: SemanticModel, value: ast.expr) -> bool:
     size = payload_size(model, value)
     return size is not None and 0 < size <= TOY_SIZE
 
+
+NEW_VALUE_METHODS = (
+    SHAPE_KEEPING_METHODS | LAYOUT_METHODS | TENSOR_SHAPE_METHODS | TENSOR_TO_PYTHON_METHODS | DEVICE_KEEPING_TENSOR_METHODS
+    | frozenset({"copy", "keys", "values", "items", "get", "index", "count"})
+) - frozenset({"resize_", "set_"})
+"""Methods of tensors, lists and dicts that return a new value and leave the receiver as it is."""
+METADATA = frozenset({"shape", "dtype", "device", "ndim", "is_cuda"})
+"""Attributes of a tensor that describe it."""
+DISPLAYS = (ast.List, ast.Tuple, ast.Dict, ast.Set)
 
 LAYER_KEEPING_METHODS = MODULE_RETURNING_METHODS | frozenset({
     "load_state_dict", "state_dict", "parameters", "named_parameters", "buffers", "named_buffers", "forward",
@@ -185,12 +195,33 @@ def _grown(model: SemanticModel, use: ast.Name, seen: FrozenSet[int] = frozenset
     return node is use or isinstance(parent, (ast.Assign, ast.AnnAssign, ast.NamedExpr, ast.Return, ast.Yield, ast.withitem))
 
 
+MAX_HELPER_DEPTH = 8
+"""How many functions deep a toy handed on is followed."""
+
+
+class _HelperReads:
+    """For one module, the parameters of its functions known to be only read (by ``id`` of the
+    ``def`` and parameter name): each is followed once (build with ``model.derived``)."""
+
+    def __init__(self, model: SemanticModel) -> None:
+        self.only_read: Dict[Tuple[int, str], bool] = {}
+
+
 def _only_read_by_callee(model: SemanticModel, call: ast.Call, argument: ast.AST, seen: FrozenSet[int]) -> bool:
-    """Whether ``call`` calls a function of the module (by binding) that fills a parameter with
-    ``argument``, never rebinds that parameter, and only reads it the ways :func:`_grown` allows
-    (through the functions it hands it to in turn, each followed once)."""
-    function = model.callee(call)
-    if function is None or id(function.node) in seen:
+    """Whether ``call`` calls, by a name bound only by undecorated ``def`` statements of the module
+    (a notebook may define a helper again in a later cell), functions each of which fills a
+    parameter with ``argument``, never rebinds that parameter, and only reads it the ways
+    :func:`_grown` allows (through the functions it hands it to in turn, each followed once, at
+    most :data:`MAX_HELPER_DEPTH` deep). A method (which a subclass may override), a decorated
+    function (whose wrapper runs instead) or a name bound any other way is not followed."""
+    definitions = _definitions_called(model, call)
+    if not definitions or len(seen) >= MAX_HELPER_DEPTH:
+        return False
+    return all(_parameter_only_read(model, function, call, argument, seen) for function in definitions)
+
+
+def _parameter_only_read(model: SemanticModel, function: Function, call: ast.Call, argument: ast.AST, seen: FrozenSet[int]) -> bool:
+    if id(function.node) in seen:
         return False
     parameter: Optional[str] = None
     index = next((position for position, passed in enumerate(call.args) if passed is argument), None)
@@ -205,17 +236,68 @@ def _only_read_by_callee(model: SemanticModel, call: ast.Call, argument: ast.AST
     scope = function.scope
     if parameter is None or parameter in scope.globals | scope.nonlocals:
         return False
-    uses = model.uses(Binding(scope, parameter))
-    return all(
-        isinstance(use.ctx, ast.Load) and not _grown(model, use, seen | {id(function.node)}) for use in uses
-    )
+    known = model.derived(_HelperReads).only_read
+    key = (id(function.node), parameter)
+    if key not in known:
+        uses = model.uses(Binding(scope, parameter))
+        known[key] = all(
+            isinstance(use.ctx, ast.Load) and not _grown(model, use, seen | {id(function.node)}) for use in uses
+        )
+    return known[key]
+
+
+def _definitions_called(model: SemanticModel, call: ast.Call) -> List[Function]:
+    """The functions ``f(...)`` may call where ``f`` is bound only by undecorated ``def``
+    statements (no assignment, import or class) in the scope its binding resolves to; empty
+    otherwise."""
+    if not isinstance(call.func, ast.Name) or model.callee(call) is None:
+        return []
+    binding = model.scope_at(call.func).resolve(call.func.id)
+    if any(not isinstance(use.ctx, ast.Load) for use in model.uses(binding)):
+        return []
+    bound = [
+        node for node in ast.walk(model.tree)
+        if isinstance(node, OTHER_BINDINGS) and (getattr(node, "asname", None) or getattr(node, "name", None) or getattr(node, "rest", None)) == call.func.id
+    ]
+    functions = [function for function in model.all_functions if function.node in bound and function.scope.parent is binding.scope]
+    if len(functions) != len(bound) or any(function.node.decorator_list for function in functions):
+        return []
+    return functions
+
+
+MAX_STEPS = 2_000
+"""How many values and shapes one evaluation reads at most."""
+NAME_REBINDERS = frozenset({"globals", "exec"})
+"""Builtins through which code may rebind a module's names unseen (and ``vars()`` without an
+argument)."""
 
 
 class _Evaluator:
     def __init__(self, model: SemanticModel) -> None:
         self.model = model
+        self.steps = 0
+        self.following: Set[Binding] = set()
+        """The names whose values are being read (a name read again inside its own value is a cycle)."""
+
+    def step(self) -> None:
+        self.steps += 1
+        if self.steps > MAX_STEPS:
+            raise _Unknown
+
+    def through(self, name: ast.Name, read: Callable[[ast.expr], T]) -> T:
+        """``read`` of the value one assignment alone gives ``name`` (:meth:`bound_value`), never
+        reading a name inside its own value."""
+        binding = self.model.scope_at(name).resolve(name.id)
+        if binding in self.following:
+            raise _Unknown
+        self.following.add(binding)
+        try:
+            return read(self.bound_value(name))
+        finally:
+            self.following.discard(binding)
 
     def size(self, node: ast.expr, environment: Environment, depth: int) -> int:
+        self.step()
         node = module_of(node)
         if depth > MAX_DEPTH or not isinstance(node, ast.Call):
             raise _Unknown
@@ -254,8 +336,48 @@ class _Evaluator:
                 raise _Unknown
             return sum(self.payload_size(part, depth + 1) for part in value.values)
         if isinstance(value, ast.Name):
-            return max(self.payload_size(assigned, depth + 1) for assigned in self.assigned_values(value))
+            assigned = self.assigned_values(value)
+            displays = any(isinstance(part, DISPLAYS) for part in assigned)
+            if (displays and not self.kept_as_assigned(value, depth)) or self.resized_in_place(value):
+                raise _Unknown  # a container filled later, a tensor resized in place
+            return max(self.payload_size(part, depth + 1) for part in assigned)
         return math.prod(self.tensor_shape(value, {}, depth + 1))
+
+    def kept_as_assigned(self, name: ast.Name, depth: int) -> bool:
+        """Whether every read of a name bound to a container leaves what it holds as assigned: a method that returns a
+        new value (``x.to(device)``, ``x.size(0)``, ``d.keys()``), ``x.shape`` and the other
+        metadata, an argument of ``torch.save``, of another torch function not given ``out=``, or
+        of a builtin that only reads (``print(x)``), an f-string, a comparison, or an element of a
+        list, tuple or dict display used so (or assigned to a name kept so). Anything else (``xs.append``,
+        ``x.resize_``, ``d["k"] = ...``, ``x.data = ...``, ``fill(xs)``, ``xs[0]``) may change it."""
+        if depth > MAX_DEPTH:
+            return False
+        binding = self.model.scope_at(name).resolve(name.id)
+        return all(
+            isinstance(use.ctx, ast.Store) or self.only_read(use, depth)
+            for use in self.model.uses(binding) if not isinstance(use.ctx, ast.Del)
+        ) and not any(isinstance(use.ctx, ast.Del) for use in self.model.uses(binding))
+
+    def only_read(self, node: ast.expr, depth: int) -> bool:
+        parent = self.model.parent(node)
+        if isinstance(parent, ast.Attribute) and parent.value is node:
+            call = self.model.parent(parent)
+            if isinstance(call, ast.Call) and call.func is parent:
+                return parent.attr in NEW_VALUE_METHODS
+            return isinstance(parent.ctx, ast.Load) and parent.attr in METADATA
+        if isinstance(parent, ast.Call) and any(argument is node for argument in parent.args):
+            if isinstance(parent.func, ast.Name) and parent.func.id in READING_BUILTINS:
+                return True
+            names = self.model.resolved_names(parent.func)
+            return bool(names) and all(name.startswith("torch.") for name in names) and not any(k.arg == "out" for k in parent.keywords)
+        if isinstance(parent, (ast.FormattedValue, ast.Compare)):
+            return True
+        if isinstance(parent, (ast.List, ast.Tuple, ast.Set)) or (isinstance(parent, ast.Dict) and any(value is node for value in parent.values)):
+            holder = self.model.parent(parent)
+            if isinstance(holder, ast.Assign) and holder.value is parent and len(holder.targets) == 1 and isinstance(holder.targets[0], ast.Name):
+                return self.kept_as_assigned(holder.targets[0], depth + 1)
+            return self.only_read(parent, depth + 1)
+        return False
 
     def container_size(self, layer: str, call: ast.Call, environment: Environment, depth: int) -> int:
         if call.keywords or any(isinstance(argument, ast.Starred) for argument in call.args):
@@ -292,11 +414,13 @@ class _Evaluator:
         in an attribute, a tensor stored in an attribute (no part of the state dict), or a buffer
         registered from a tensor whose shape the code spells."""
         total = 0
+        buffers: Set[str] = set()
         for statement in body:
             if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
                 continue
             if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
                 total += self.call_statement_size(statement.value, receiver, environment)
+                buffers.add(_buffer_name(statement.value))
                 continue
             if not isinstance(statement, ast.Assign) or len(statement.targets) != 1:
                 raise _Unknown
@@ -306,6 +430,8 @@ class _Evaluator:
             except _Unknown:
                 if not (isinstance(target, ast.Attribute) and ast_dotted_name(target.value) == receiver):
                     raise
+                if target.attr in buffers:
+                    raise  # a tensor assigned to a buffer's name replaces the buffer in the state dict
                 if not self.plain_tensor(statement.value, environment):
                     total += self.size(statement.value, environment, depth + 1)
                 continue
@@ -328,7 +454,7 @@ class _Evaluator:
         function = call.func
         if isinstance(function, ast.Attribute) and function.attr == "__init__" and isinstance(function.value, ast.Call) and ast_dotted_name(function.value.func) == "super":
             return 0
-        if isinstance(function, ast.Attribute) and function.attr == BUFFER_REGISTRATION and ast_dotted_name(function.value) == receiver and len(call.args) == 2:
+        if isinstance(function, ast.Attribute) and function.attr == BUFFER_REGISTRATION and ast_dotted_name(function.value) == receiver and len(call.args) == 2 and _buffer_name(call):
             return self.tensor_size(call.args[1], environment)
         raise _Unknown
 
@@ -340,10 +466,13 @@ class _Evaluator:
         """The shape of ``torch.randn(3, 4)``, ``torch.zeros((3, 4))`` and the other shape
         factories, of ``torch.tensor([[1, 2], [3, 4]])``, of ``torch.stack((x, x), dim=0)`` and of
         ``torch.triu(x)``, through names bound once (:meth:`bound_value`)."""
+        self.step()
         if depth > MAX_DEPTH:
             raise _Unknown
         if isinstance(node, ast.Name) and node.id not in environment:
-            return self.tensor_shape(self.bound_value(node), {}, depth + 1)
+            if self.resized_in_place(node):
+                raise _Unknown
+            return self.through(node, lambda bound: self.tensor_shape(bound, {}, depth + 1))
         if not isinstance(node, ast.Call):
             raise _Unknown
         names = self.model.resolved_names(node.func)
@@ -406,6 +535,7 @@ class _Evaluator:
         tuples and lists of them, arithmetic on integers, names (of ``environment``, or bound once:
         :meth:`bound_value`), and the shape of a tensor the code spells (``x.shape[1]``,
         ``x.size(0)``, ``len(x)``: :meth:`tensor_shape`)."""
+        self.step()
         if depth > MAX_DEPTH:
             raise _Unknown
         if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, str, type(None))):
@@ -413,7 +543,7 @@ class _Evaluator:
         if isinstance(node, ast.Name):
             if node.id in environment:
                 return environment[node.id]
-            return self.value(self.bound_value(node), {}, depth + 1)
+            return self.through(node, lambda bound: self.value(bound, {}, depth + 1))
         if isinstance(node, (ast.Tuple, ast.List)):
             return tuple(self.value(element, environment, depth) for element in node.elts)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
@@ -435,6 +565,21 @@ class _Evaluator:
                 return _item(self.tensor_shape(node.args[0], environment, depth + 1), 0)
         raise _Unknown
 
+    def resized_in_place(self, name: ast.Name) -> bool:
+        """Whether the code may change the shape of the tensor a name holds without assigning the
+        name: an in-place method (``x.resize_(...)``, ``x.set_(...)``), an attribute or item
+        stored on it (``x.data = ...``), or the name given as a call's ``out=``."""
+        binding = self.model.scope_at(name).resolve(name.id)
+        for use in self.model.uses(binding):
+            parent = self.model.parent(use)
+            if isinstance(parent, ast.Attribute) and parent.value is use and (parent.attr.endswith("_") or not isinstance(parent.ctx, ast.Load)):
+                return True
+            if isinstance(parent, ast.Subscript) and parent.value is use and not isinstance(parent.ctx, ast.Load):
+                return True
+            if isinstance(parent, ast.keyword) and parent.arg == "out":
+                return True
+        return False
+
     def bound_value(self, name: ast.Name) -> ast.expr:
         """What a name read outside ``environment`` holds where one assignment of it alone gives
         its value (``d_out = 2``, ``x = torch.tensor(...)``) and any other only moves or casts it
@@ -447,11 +592,15 @@ class _Evaluator:
     def assigned_values(self, name: ast.Name) -> List[ast.expr]:
         """The values the assignments of a name give it (one at least), leaving out those that
         only move or cast what it holds (``x = x.to(device)``); the name is bound no other way (a
-        parameter, a global or nonlocal, an import, a ``def``, a loop or ``with`` target)."""
+        parameter, a global or nonlocal, an import, a ``def``, a loop or ``with`` target), not in a
+        class body, and not in a module with a star import or that calls ``globals()``, ``exec``
+        or ``vars()``."""
         binding = self.model.scope_at(name).resolve(name.id)
         scope = binding.scope
         if name.id in scope.parameters or name.id in scope.globals | scope.nonlocals or _bound_otherwise(self.model, name.id):
             raise _Unknown
+        if scope.is_class or self.model.imports.star_modules or _rebinds_names_unseen(self.model):
+            raise _Unknown  # a class body reads the module's name until it binds its own; names rebound unseen
         values: List[ast.expr] = []
         for use in self.model.uses(binding):
             if isinstance(use.ctx, ast.Load):
@@ -468,6 +617,23 @@ class _Evaluator:
 
 SHAPE_ATTRIBUTE = "shape"
 SIZE_METHOD = "size"
+
+
+def _buffer_name(call: ast.Call) -> str:
+    """The name ``register_buffer("mask", ...)`` gives, or ``""`` for any other call."""
+    function = call.func
+    if isinstance(function, ast.Attribute) and function.attr == BUFFER_REGISTRATION and call.args:
+        name = call.args[0]
+        return name.value if isinstance(name, ast.Constant) and isinstance(name.value, str) else ""
+    return ""
+
+
+def _rebinds_names_unseen(model: SemanticModel) -> bool:
+    """Whether the module calls ``globals()``, ``exec(...)`` or ``vars()`` (without an argument)."""
+    return any(
+        isinstance(call.func, ast.Name) and (call.func.id in NAME_REBINDERS or (call.func.id == "vars" and not call.args))
+        for call in model.calls()
+    )
 
 
 def _reshaped_in_place(value: ast.expr, name: str) -> bool:

@@ -4,34 +4,53 @@
 of it (``tensor = torch.LongTensor(indexed).to(device)``, ``tensor = tensor.unsqueeze(1)``), runs
 the model once and returns ``prediction.item()``. The graph its forward pass builds holds the
 activations of one sentence and is freed when the function returns: nothing a GPU notices,
-whatever the model. The function runs one example when every forward call (one at least) is
-outside any loop or comprehension of it, and is given only such tensors (or numbers and
-strings): integer tensors, by their constructor or ``dtype`` (``torch.LongTensor``,
-``torch.tensor(ids, dtype=torch.long)``), made of a list the code spells (a list display or
-comprehension, a sum with one, or a name every assignment of which is one), moved or reshaped
-(:data:`~gpulint.semantic.torch_api.LAYOUT_METHODS`). Nothing of the forward pass may outlive the
-call: the function returns only Python values (``.item()``, ``.tolist()``, numbers, strings),
-stores nothing in an attribute, an item, a global or a nonlocal, calls no container's mutator
-(``append``), ``setattr`` nor function or class of the module after its first forward call (before
-it, such a call has nothing of the forward pass to keep: ``generate_bigrams(tokens)``), and neither
-yields nor awaits, and defines no function, lambda or class. An
-image or a batch, a tensor the function is given, a generation loop, a tensor returned: the
+whatever the model.
+
+The function runs one example when every forward call (one at least) is outside any loop or
+comprehension of it, and is given only such tensors (or numbers and strings): integer tensors of
+ids, by their constructor or ``dtype`` (``torch.LongTensor``, ``torch.tensor(ids,
+dtype=torch.long)``), made of a flat list the code spells (a list display or comprehension whose
+elements are no lists, a sum of such a list with another or with a call's result, a name every
+assignment of which is one, or one such list in a list: a batch of one), moved or reshaped.
+
+Nothing of the forward pass may outlive the call. The function returns only Python values
+(``.item()``, ``.tolist()``, numbers, strings, names bound only to them and never given to a
+method); stores nothing in an attribute or an item, rebinds no parameter with ``+=``, declares no
+``global`` or ``nonlocal``; defines no function, lambda or class; neither yields, awaits nor
+raises after the first forward call; and from the first forward call on calls only the forward
+passes, torch's and numpy's functions, builtins that give Python values (``print``, ``float``),
+and methods of values it made itself (``prediction.item()``): not a container's mutator on a
+global (``HISTORY.append``), a parameter's method (``tracker.record(output)``), a function or
+class of the module, or a callback. The module registers no hook (``register_forward_hook``,
+whose function may keep activations) and no ``forward`` of its own stores on ``self``.
+
+An image or a batch, a tensor the function is given, a generation loop, a tensor returned: the
 function is checked.
 """
 
 from __future__ import annotations
 
 import ast
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
-from gpulint.semantic.confined import CONTAINER_MUTATORS, STORING_FUNCTIONS
 from gpulint.semantic.model import Function, SemanticModel
-from gpulint.semantic.torch_api import INTEGER_DTYPES, INTEGER_TENSOR_CLASSES, LAYOUT_METHODS, TENSOR_TO_PYTHON_METHODS, VALUE_BUILTINS
+from gpulint.semantic.torch_api import INTEGER_DTYPES, INTEGER_TENSOR_CLASSES, TENSOR_TO_PYTHON_METHODS, VALUE_BUILTINS
 
 LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-LISTS = (ast.List, ast.ListComp)
 DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 """Code that may run later, with what the forward pass made: a function holding one is checked."""
+NESTED = (ast.List, ast.Tuple, ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.Starred)
+"""Elements that make a list of lists (a batch)."""
+ID_KEEPING_METHODS = frozenset({"to", "cuda", "cpu", "view", "reshape", "unsqueeze", "squeeze", "long", "int", "contiguous", "flatten"})
+"""Tensor methods an id tensor is moved or reshaped with."""
+PYTHON_BUILTINS = VALUE_BUILTINS | frozenset({"print", "isinstance", "format"})
+"""Builtins that give Python values and keep nothing they are given."""
+LIBRARIES = ("torch.", "numpy.")
+"""Functions that keep nothing they are given (``torch.sigmoid(out)``, ``numpy.argmax(probs)``)."""
+HOOK_REGISTRATIONS = frozenset({
+    "register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook", "register_backward_hook",
+    "register_module_forward_hook", "register_module_forward_pre_hook",
+})
 MAX_DEPTH = 8
 """How many names deep an argument or a returned value is followed."""
 
@@ -41,16 +60,24 @@ def runs_one_example(model: SemanticModel, function: Optional[Function], calls: 
     Python data, and lets nothing of them out (see the module's docstring)."""
     if function is None or not calls or function.scope.globals or function.scope.nonlocals:
         return False
+    if model.spells(HOOK_REGISTRATIONS) or _forward_stores_on_self(model):
+        return False
     body = [node for statement in function.node.body for node in ast.walk(statement)]
-    if any(isinstance(node, (ast.Yield, ast.YieldFrom, ast.Await, *DEFINITIONS)) for node in body):
-        return False
     first = min((call.lineno, call.col_offset) for call in calls)
-    if any(isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, ast.Store) for node in body):
-        return False
-    if any(_may_keep(model, node) and (node.lineno, node.col_offset) > first for node in body if isinstance(node, ast.Call)):
-        return False
-    if any(isinstance(node, ast.Return) and node.value is not None and not _python_value(model, function, node.value, 0) for node in body):
-        return False
+    forward = {id(call) for call in calls}
+    for node in body:
+        if isinstance(node, (ast.Yield, ast.YieldFrom, ast.Await, *DEFINITIONS)):
+            return False
+        if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, ast.Store):
+            return False
+        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id in function.scope.parameters:
+            return False
+        if isinstance(node, ast.Raise) and _end(node) > first:
+            return False
+        if isinstance(node, ast.Call) and _end(node) > first and id(node) not in forward and not _keeps_nothing(model, function, node):
+            return False
+        if isinstance(node, ast.Return) and node.value is not None and not _python_value(model, function, node.value, 0):
+            return False
     for call in calls:
         if any(isinstance(ancestor, LOOPS) for ancestor in _ancestors_within(model, call, function.node)):
             return False
@@ -60,12 +87,37 @@ def runs_one_example(model: SemanticModel, function: Optional[Function], calls: 
     return True
 
 
-def _may_keep(model: SemanticModel, node: ast.Call) -> bool:
-    """A call that may keep what it is given: a container's or queue's mutator (``kept.append(x)``),
-    ``setattr`` and the like, or a function or class of the module."""
-    if isinstance(node.func, ast.Attribute) and node.func.attr in CONTAINER_MUTATORS:
+def _end(node: ast.AST) -> Tuple[int, int]:
+    return (getattr(node, "end_lineno", 0) or 0, getattr(node, "end_col_offset", 0) or 0)
+
+
+def _forward_stores_on_self(model: SemanticModel) -> bool:
+    """Whether a ``forward`` of the module stores something on its instance (``self.last = h``)."""
+    for function in model.all_functions:
+        if function.name == "forward" and function.receiver is not None:
+            for node in ast.walk(function.node):
+                if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, ast.Store):
+                    return True
+    return False
+
+
+def _keeps_nothing(model: SemanticModel, function: Function, call: ast.Call) -> bool:
+    """A call after the first forward pass that keeps nothing it is given: a function of torch or
+    numpy, a builtin that gives a Python value, or a method of a value the function made itself
+    (its receiver's root a local name, not a parameter, or a call)."""
+    names = model.resolved_names(call.func)
+    if names and all(name.startswith(LIBRARIES) for name in names):
         return True
-    return bool(model.resolved_names(node.func) & STORING_FUNCTIONS) or model.callee(node) is not None or model.class_built(node) is not None
+    if isinstance(call.func, ast.Name):
+        return call.func.id in PYTHON_BUILTINS and call.func.id not in function.scope.bound and not names
+    if not isinstance(call.func, ast.Attribute):
+        return False
+    root: ast.expr = call.func.value
+    while isinstance(root, (ast.Attribute, ast.Subscript, ast.Call)):
+        if isinstance(root, ast.Call):
+            return True  # a method of a call's result (``model(x).argmax()``)
+        root = root.value
+    return isinstance(root, ast.Name) and _assigned(model, function, root) is not None
 
 
 def _ancestors_within(model: SemanticModel, node: ast.AST, function: ast.AST) -> List[ast.AST]:
@@ -95,17 +147,17 @@ def _assigned(model: SemanticModel, function: Function, name: ast.Name) -> Optio
 
 
 def _id_tensor(model: SemanticModel, function: Function, node: ast.expr, depth: int) -> bool:
-    """An integer tensor made of a list the code spells, moved or reshaped."""
+    """An integer tensor made of a flat list the code spells, moved or reshaped."""
     if depth > MAX_DEPTH:
         return False
-    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in LAYOUT_METHODS:
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ID_KEEPING_METHODS:
         node = node.func.value
     if isinstance(node, ast.Name):
         values = _assigned(model, function, node)
         return values is not None and all(
             _id_tensor(model, function, value, depth + 1) or _moved_in_place(value, node.id) for value in values
         ) and not all(_moved_in_place(value, node.id) for value in values)
-    if not (isinstance(node, ast.Call) and len(node.args) == 1 and _spelled_list(model, function, node.args[0], depth)):
+    if not (isinstance(node, ast.Call) and len(node.args) == 1 and _one_example(model, function, node.args[0], depth)):
         return False
     names = model.resolved_names(node.func)
     if names and names <= INTEGER_TENSOR_CLASSES:
@@ -118,28 +170,57 @@ def _id_tensor(model: SemanticModel, function: Function, node: ast.expr, depth: 
 
 def _moved_in_place(value: ast.expr, name: str) -> bool:
     """``name.to(device)``, ``name.unsqueeze(1)``: the tensor ``name`` holds, moved or reshaped."""
-    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in LAYOUT_METHODS:
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in ID_KEEPING_METHODS:
         value = value.func.value
     return isinstance(value, ast.Name) and value.id == name
 
 
-def _spelled_list(model: SemanticModel, function: Function, node: ast.expr, depth: int) -> bool:
-    """A list display or comprehension, a sum or repetition with one (``[bos] + ids + [eos]``:
-    the other side must be a list too), or a local name every assignment of which is one."""
-    if isinstance(node, LISTS):
-        return True
-    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mult)) and depth <= MAX_DEPTH:
-        return _spelled_list(model, function, node.left, depth + 1) or _spelled_list(model, function, node.right, depth + 1)
-    if isinstance(node, ast.Name) and depth <= MAX_DEPTH:
+def _one_example(model: SemanticModel, function: Function, node: ast.expr, depth: int) -> bool:
+    """A flat list the code spells, or one in a list display of its own (a batch of one)."""
+    if isinstance(node, ast.List) and len(node.elts) == 1 and not isinstance(node.elts[0], ast.Starred):
+        return _flat_list(model, function, node.elts[0], depth + 1)
+    return _flat_list(model, function, node, depth)
+
+
+def _flat_list(model: SemanticModel, function: Function, node: ast.expr, depth: int) -> bool:
+    """A list display or comprehension whose elements are no lists (nor ``.tolist()``), a sum of
+    such a list with another or with a call's result (``[bos] + tokenizer.convert_tokens_to_ids(t)
+    + [eos]``), or a local name every assignment of which is one."""
+    if depth > MAX_DEPTH:
+        return False
+    if isinstance(node, ast.List):
+        return all(_scalar(element) for element in node.elts)
+    if isinstance(node, ast.ListComp):
+        return _scalar(node.elt)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        sides = (node.left, node.right)
+        return any(_flat_list(model, function, side, depth + 1) for side in sides) and all(
+            _flat_list(model, function, side, depth + 1) or (isinstance(side, ast.Call) and not _listed(side)) for side in sides
+        )
+    if isinstance(node, ast.Name):
         values = _assigned(model, function, node)
-        return values is not None and all(_spelled_list(model, function, value, depth + 1) for value in values)
+        return values is not None and all(_flat_list(model, function, value, depth + 1) for value in values)
     return False
+
+
+def _scalar(element: ast.expr) -> bool:
+    """An element that holds no list: nothing in it is a list, tuple or comprehension, a starred
+    value, ``x.tolist()`` or ``list(x)``."""
+    return not any(isinstance(part, NESTED) or (isinstance(part, ast.expr) and _listed(part)) for part in ast.walk(element))
+
+
+def _listed(node: ast.expr) -> bool:
+    """``x.tolist()`` or ``list(x)``: a list made of a value, which may be a list of lists."""
+    return isinstance(node, ast.Call) and (
+        (isinstance(node.func, ast.Attribute) and node.func.attr == "tolist")
+        or (isinstance(node.func, ast.Name) and node.func.id == "list")
+    )
 
 
 def _python_value(model: SemanticModel, function: Function, node: ast.expr, depth: int) -> bool:
     """A value without tensors: a constant, ``x.item()``, ``x.tolist()``, a builtin's number or
     string (``float(x)``, ``len(x)``), f-strings, arithmetic, comparisons and tuples of them, and
-    local names every assignment of which is one."""
+    local names every assignment of which is one and no read of which is a method's receiver."""
     if depth > MAX_DEPTH:
         return False
     if isinstance(node, (ast.Constant, ast.JoinedStr)):
@@ -157,5 +238,8 @@ def _python_value(model: SemanticModel, function: Function, node: ast.expr, dept
         return _python_value(model, function, node.operand, depth + 1)
     if isinstance(node, ast.Name):
         values = _assigned(model, function, node)
+        binding = model.scope_at(node).resolve(node.id)
+        if any(isinstance(model.parent(use), ast.Attribute) for use in model.uses(binding)):
+            return False  # ``results.append(output)`` fills what ``results = []`` made
         return values is not None and all(_python_value(model, function, value, depth + 1) for value in values)
     return False

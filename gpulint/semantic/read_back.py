@@ -57,12 +57,6 @@ class ReadBack:
             self._restores_live_object(call, path) or self._restores_attribute(call, path) or self._reads_cache(call, path)
         )
 
-    def payloads_saved_to(self, loaded: ast.expr) -> List[ast.expr]:
-        """What the module's ``torch.save`` calls write to the path ``loaded`` names (the same path:
-        :meth:`same_path`); empty where none does."""
-        path = self.path_of(loaded)
-        return [value for _, value, saved in self.saves if self.same_path(path, saved)]
-
     def path_of(self, node: ast.expr) -> Optional[ast.expr]:
         """The path a file object stands for (``f`` of ``with open(path, "rb") as f``, in the same
         function), ``node`` itself for anything but a name, and None for a name bound to what
@@ -117,7 +111,7 @@ class ReadBack:
 
     def _restores_live_object(self, call: ast.Call, path: Optional[ast.expr]) -> bool:
         return any(
-            ast_dotted_name(value) in self.model.modules and self.same_path(saved, path) and self._runs_before(save, call)
+            ast_dotted_name(value) in self.model.modules and self.same_path(saved, path) and self.runs_before(save, call)
             for save, value, saved in self.saves
         )
 
@@ -154,7 +148,7 @@ class ReadBack:
             statement.targets == [stores[0]] if isinstance(statement, ast.Assign) else statement.target is stores[0]
         )
 
-    def _runs_before(self, first: ast.AST, second: ast.AST) -> bool:
+    def runs_before(self, first: ast.AST, second: ast.AST) -> bool:
         """Whether ``first`` lies in an earlier statement than ``second`` of a block that holds
         both (not in the other branch of an ``if`` or ``try``)."""
         chain = {id(node): child for child, node in self._ancestors(first)}
@@ -194,7 +188,7 @@ class ReadBack:
                 if (
                     isinstance(value, ast.Name) and value.id == name and saved is not None
                     and self.same_path(self.path_of(saved), path)
-                    and any(self._runs_before(binding, node) for binding in bindings)
+                    and any(self.runs_before(binding, node) for binding in bindings)
                 ):
                     return True
             if isinstance(node, ast.Assign) and len(node.targets) == 1:

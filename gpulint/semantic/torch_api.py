@@ -141,8 +141,8 @@ TENSOR_NAMESPACES = ("torch.nn.functional.", "torch.linalg.", "torch.fft.", "tor
 """Namespaces every function of which computes tensors: ``is_torch_tensor_function`` accepts them
 all, and ``is_module_constructor`` none."""
 
-INTEGER_DTYPES = frozenset({"torch.long", "torch.int64", "torch.int", "torch.int32", "torch.int16", "torch.int8", "torch.uint8"})
-"""Integer dtypes, as qualified names: a tensor of them holds ids, indices or counts (read by
+INTEGER_DTYPES = frozenset({"torch.long", "torch.int64", "torch.int", "torch.int32"})
+"""Integer dtypes of ids, indices or counts, as qualified names (not the bytes of an image: read by
 ``semantic.one_example``)."""
 INTEGER_TENSOR_CLASSES = frozenset({"torch.LongTensor", "torch.IntTensor", "torch.cuda.LongTensor", "torch.cuda.IntTensor"})
 """Legacy constructors of integer tensors: ``torch.LongTensor(ids)``."""
