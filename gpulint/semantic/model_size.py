@@ -336,8 +336,8 @@ class _Evaluator:
                 raise _Unknown
             return sum(self.payload_size(part, depth + 1) for part in value.values)
         if isinstance(value, ast.Name):
-            assigned = self.assigned_values(value)
-            displays = any(isinstance(part, DISPLAYS) for part in assigned)
+            assigned = self.reaching_values(value)
+            displays = any(isinstance(part, DISPLAYS) for part in self.assigned_values(value))
             if (displays and not self.kept_as_assigned(value, depth)) or self.resized_in_place(value):
                 raise _Unknown  # a container filled later, a tensor resized in place
             return max(self.payload_size(part, depth + 1) for part in assigned)
@@ -579,6 +579,25 @@ class _Evaluator:
             if isinstance(parent, ast.keyword) and parent.arg == "out":
                 return True
         return False
+
+    def reaching_values(self, name: ast.Name) -> List[ast.expr]:
+        """The values of a name's assignments (:meth:`assigned_values`) that may reach a read of
+        it: in a module whose every assignment of the name is a statement of its own top level (a
+        script's or notebook's straight-line code), read by a top-level statement itself (not in a
+        function, which runs when called), the last one before the statement that reads it (``y = torch.zeros(4)`` before ``torch.save([x, y], path)``, not a later ``y =
+        net(x)``); any of them otherwise."""
+        values = self.assigned_values(name)
+        top = {id(statement): index for index, statement in enumerate(self.model.tree.body)}
+        statements = [self.model.parent(value) for value in values]
+        around = [name, *self.model.ancestors(name)]
+        reader = next((node for node in around if id(node) in top), None)
+        deferred = any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)) for node in around)
+        if reader is None or deferred or not all(id(statement) in top for statement in statements):
+            return values  # a read in a function runs when it is called, after any of them
+        before = [(top[id(statement)], value) for statement, value in zip(statements, values) if top[id(statement)] < top[id(reader)]]
+        if not before:
+            raise _Unknown
+        return [max(before, key=lambda pair: pair[0])[1]]
 
     def bound_value(self, name: ast.Name) -> ast.expr:
         """What a name read outside ``environment`` holds where one assignment of it alone gives
