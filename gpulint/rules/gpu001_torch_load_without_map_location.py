@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import re
 from typing import Callable, Iterable, Iterator, List, Mapping, Optional, Set, Tuple
 
@@ -215,8 +216,11 @@ def _a_toy(model: SemanticModel, call: ast.Call) -> bool:
 
 
 SAVE = "torch.save"
-CONDITIONAL = (ast.If, ast.IfExp, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.Match, ast.BoolOp)
-"""Where a statement may not run."""
+CONDITIONAL = (
+    ast.If, ast.IfExp, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.Match, ast.BoolOp, ast.FunctionDef,
+    ast.AsyncFunctionDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp,
+)
+"""Where code may not run, or not before what follows it (a function's body runs when called)."""
 
 
 def _reads_back_a_toy_payload(model: SemanticModel, call: ast.Call) -> bool:
@@ -246,12 +250,12 @@ def _reads_back_a_toy_payload(model: SemanticModel, call: ast.Call) -> bool:
         spelled = _string_value(model, opened) if opened is not None else None
         if spelled is None:
             return False
-        if spelled == path:
+        if os.path.normpath(spelled) == os.path.normpath(path):
             written.append(save)
     if not written or not _path_only_saved_and_loaded(model, path):
         return False
     payloads = [save.args[0] if save.args else _keyword(save, "obj") for save in written]
-    if not all(payload is not None and is_toy_payload(model, payload) for payload in payloads):
+    if not all(payload is not None and is_toy_payload(model, payload, call) for payload in payloads):
         return False
     return any(
         read_back.runs_before(save, call) and not any(isinstance(node, CONDITIONAL) for node in _between(model, save, call)) for save in written
@@ -270,10 +274,11 @@ def _keyword(call: ast.Call, name: str) -> Optional[ast.expr]:
 
 
 def _path_only_saved_and_loaded(model: SemanticModel, path: str) -> bool:
-    """Whether every use of the string ``path`` in the module is the path of a ``torch.save`` or
-    ``torch.load`` call, directly or through a name assigned it whose every read is one."""
+    """Whether every use of the string ``path`` in the module, however spelled (``"./w.pt"`` is
+    ``"w.pt"``), is the path of a ``torch.save`` or ``torch.load`` call, directly or through a
+    name assigned it whose every read is one."""
     for constant in model.nodes(ast.Constant):
-        if constant.value != path:
+        if not (isinstance(constant.value, str) and os.path.normpath(constant.value) == os.path.normpath(path)):
             continue
         parent = model.parent(constant)
         if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import FrozenSet, Iterator, List, Optional, Set, Tuple, Union
+from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple, Union
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider
@@ -16,7 +16,7 @@ from gpulint.analysis.tensors import dotted_name, subexpressions
 from gpulint.engine.diagnostics import Applicability, FixOutcome, NoFix
 from gpulint.engine.rule import FixAvailability, Rule
 from gpulint.semantic.backward import backpropagated_functions
-from gpulint.semantic.history import AutogradHistory, loss_parts, only_detached
+from gpulint.semantic.history import AutogradHistory, only_detached
 from gpulint.semantic.model import BUILTIN_NAMES, SemanticModel
 from gpulint.semantic.survey import Survey, argument_values, ast_dotted_name
 from gpulint.semantic.torch_api import AUTOGRAD_ENTRY_POINTS, is_torch_tensor_function
@@ -217,12 +217,15 @@ class AccumulatedAutogradHistory(Rule):
             return False
         name = value.value
         backward_in_loop = _backward_names(loop)
-        for node in subexpressions(loop):
-            if isinstance(node, cst.Assign):
-                for target in node.targets:
-                    if isinstance(target.target, (cst.Tuple, cst.List)):
-                        unpacked = [element.value.value for element in target.target.elements if isinstance(element.value, cst.Name)]
-                        backward_in_loop |= loss_parts(unpacked, backward_in_loop)
+        model = self.context.model
+        if model is not None:
+            parts = model.derived(AutogradHistory).loss_parts
+            for node in subexpressions(loop):
+                position = self.get_metadata(PositionProvider, node, None) if isinstance(node, cst.Assign) else None
+                if position is not None:
+                    found = parts.get((position.start.line, position.start.column), set())
+                    if found and _names_of(node) & backward_in_loop:
+                        backward_in_loop = backward_in_loop | found
         statement = _small_statement(self, at)
         step = analysis.step_of(statement) if statement is not None else None
         if step is None:
@@ -358,31 +361,30 @@ def _called_names(node: cst.CSTNode) -> Set[str]:
 
 def _computed_from(name: str, scope_node: cst.CSTNode) -> Set[str]:
     """``name`` and every name bound (in the scope) to a value computed from it, or holding it in a
-    container (``d[k] = x``, ``results.append(x)``, also from a nested function), transitively. An
-    assignment in a nested function or class binds a name of its own (a loss module's
-    ``loss = class_loss + loc_loss`` is not the script's ``loss``), unless that function declares
-    ``global`` or ``nonlocal``."""
+    container (``d[k] = x``, ``results.append(x)``), transitively, also in nested functions: there a
+    name the nested function binds itself (a parameter, an assignment without ``global`` or
+    ``nonlocal``) is its own, so a loss module's ``loss = class_loss + loc_loss`` computes nothing
+    from the script's ``class_loss``, while a closure's ``mean = torch.stack(pending).mean()`` does
+    from the scope's ``pending``."""
     derived = {name}
-    local = {id(node) for node in _own_assignments(scope_node)}
-    assignments = [
-        n for n in subexpressions(scope_node)
-        if isinstance(n, cst.Call) or (isinstance(n, (cst.Assign, cst.AugAssign)) and id(n) in local)
-    ]
+    own = _nested_locals(scope_node)
+    nodes = [n for n in subexpressions(scope_node) if isinstance(n, (cst.Assign, cst.AugAssign, cst.Call))]
     changed = True
     while changed:
         changed = False
-        for node in assignments:
+        for node in nodes:
+            shadowed = own.get(id(node), set())
             if isinstance(node, cst.Call):
                 if not (isinstance(node.func, cst.Attribute) and node.func.attr.value in STORING_METHODS):
                     continue
                 receiver = dotted_name(node.func.value)
-                if receiver is None or not any(_names_of(arg.value) & derived for arg in node.args):
+                if receiver is None or not any((_names_of(arg.value) - shadowed) & derived for arg in node.args):
                     continue
                 if receiver not in derived:
                     derived.add(receiver)
                     changed = True
                 continue
-            if not _names_of(node.value) & derived:
+            if not (_names_of(node.value) - shadowed) & derived:
                 continue
             targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
             for target in targets:
@@ -393,23 +395,41 @@ def _computed_from(name: str, scope_node: cst.CSTNode) -> Set[str]:
     return derived
 
 
-def _own_assignments(scope_node: cst.CSTNode) -> List[cst.CSTNode]:
-    """The assignments of a scope, and those of nested functions that declare ``global`` or
-    ``nonlocal`` (which may bind the scope's names); not those of other nested functions, lambdas
-    and classes."""
-    found: List[cst.CSTNode] = []
+def _nested_locals(scope_node: cst.CSTNode) -> Dict[int, Set[str]]:
+    """For each node inside a function nested in the scope (by ``id``), the names the innermost
+    such function binds itself: its parameters and the names it assigns or loops over, less those
+    it declares ``global`` or ``nonlocal``."""
+    found: Dict[int, Set[str]] = {}
 
-    class Collect(cst.CSTVisitor):
-        def on_visit(self, node: cst.CSTNode) -> bool:
-            if node is not scope_node and isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-                declares = any(isinstance(part, (cst.Global, cst.Nonlocal)) for part in subexpressions(node))
-                return declares and isinstance(node, cst.FunctionDef)
-            if isinstance(node, (cst.Assign, cst.AugAssign)):
-                found.append(node)
-            return True
+    def local_names(function: Union[cst.FunctionDef, cst.Lambda]) -> Set[str]:
+        names = {param.name.value for param in _parameters(function.params)}
+        declared: Set[str] = set()
+        for node in subexpressions(function.body):
+            if isinstance(node, (cst.Global, cst.Nonlocal)):
+                declared.update(item.name.value for item in node.names)
+            elif isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+                targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+                names.update(bound for target in targets for bound in _plain_names(target))
+            elif isinstance(node, (cst.For, cst.CompFor)):
+                names.update(_plain_names(node.target))
+        return names - declared
 
-    scope_node.visit(Collect())
+    def visit(node: cst.CSTNode, shadowed: Set[str]) -> None:
+        if node is not scope_node and isinstance(node, (cst.FunctionDef, cst.Lambda)):
+            shadowed = shadowed | local_names(node)
+        if shadowed:
+            found[id(node)] = shadowed
+        for child in node.children:
+            visit(child, shadowed)
+
+    visit(scope_node, set())
     return found
+
+
+def _parameters(params: cst.Parameters) -> List[cst.Param]:
+    star = [params.star_arg] if isinstance(params.star_arg, cst.Param) else []
+    kwargs = [params.star_kwarg] if params.star_kwarg is not None else []
+    return [*params.posonly_params, *params.params, *star, *params.kwonly_params, *kwargs]
 
 
 def _backward_inputs(scope_node: cst.CSTNode, qualified_names) -> List[cst.CSTNode]:

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import AbstractSet, Iterator, List, Sequence, Set, Tuple
+from typing import AbstractSet, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 from gpulint.semantic.frozen import frozen_models
 from gpulint.semantic.model import SemanticModel
-from gpulint.semantic.survey import argument_values, ast_dotted_name, module_of
+from gpulint.semantic.survey import argument_values, ast_dotted_name, module_of, own_nodes
 from gpulint.semantic.torch_api import LAYOUT_METHODS, is_loss_module, is_torch_tensor_function
 
 DETACHING_METHODS = frozenset({"detach", "item", "tolist", "numpy"})
@@ -67,11 +67,21 @@ class AutogradHistory:
             call.func.value.id for call in model.method_calls("backward")
             if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name)
         }
+        self.loss_parts: Dict[Tuple[int, int], Set[str]] = {}
+        """For each unpacking (by line and column of its statement), the loss parts it binds:
+        names spelling ``loss`` beside a backpropagated one, each returned as a tensor by the
+        module's function (or model's ``forward``) it calls (:func:`_returned_as_tensors`)."""
         for assign in model.nodes(ast.Assign):
             for target in assign.targets:
                 if isinstance(target, (ast.Tuple, ast.List)):
-                    unpacked = [element.id for element in target.elts if isinstance(element, ast.Name)]
-                    self.backward_names |= loss_parts(unpacked, self.backward_names)
+                    unpacked = [element.id if isinstance(element, ast.Name) else "" for element in target.elts]
+                    parts = {
+                        name for name in loss_parts(unpacked, self.backward_names)
+                        if _returned_as_tensors(model, assign.value, unpacked.index(name), len(unpacked))
+                    }
+                    if parts:
+                        self.loss_parts[model.span(assign)[:2]] = parts
+                        self.backward_names |= parts
         frozen = model.derived(frozen_models)
         unfrozen = (
             model.functions_returning_outputs(lambda call: _called_model(model, call) not in frozen) if frozen
@@ -123,6 +133,45 @@ class AutogradHistory:
         return isinstance(value, ast.Name) and (
             value.id in self.backward_names or (value.id, self.model.scope_of(value)) in self.history_names
         )
+
+
+NOT_TENSORS = frozenset({"item", "tolist", "numpy", "detach"})
+"""Methods whose result is a Python value, an array or a tensor without history."""
+
+
+def _returned_as_tensors(model: SemanticModel, value: ast.expr, position: int, length: int) -> bool:
+    """Whether ``value`` calls a function of the module, or a model of a class of the module (its
+    ``forward``), every ``return`` of which returns a tuple of ``length`` whose element at
+    ``position`` is no constant, Python number or detached value (``loss.item()``, ``float(x)``,
+    ``x.detach()``)."""
+    if not isinstance(value, ast.Call):
+        return False
+    function = model.callee(value)
+    node: Optional[ast.AST] = function.node if function is not None else None
+    if node is None and isinstance(value.func, ast.Name):
+        binding = model.scope_at(value.func).resolve(value.func.id)
+        stores = [use for use in model.uses(binding) if not isinstance(use.ctx, ast.Load)]
+        statement = model.parent(stores[0]) if len(stores) == 1 else None
+        built = model.class_built(statement.value) if isinstance(statement, ast.Assign) and statement.targets == stores else None
+        node = next((item for item in built.body if isinstance(item, ast.FunctionDef) and item.name == "forward"), None) if built else None
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    returns = [part for part in own_nodes(node.body) if isinstance(part, ast.Return)]
+    return bool(returns) and all(
+        isinstance(returned.value, ast.Tuple) and len(returned.value.elts) == length and _may_be_tensor(returned.value.elts[position])
+        for returned in returns
+    )
+
+
+def _may_be_tensor(node: ast.expr) -> bool:
+    if isinstance(node, (ast.Constant, ast.JoinedStr)):
+        return False
+    if isinstance(node, ast.Call):
+        if isinstance(node.func, ast.Attribute) and node.func.attr in NOT_TENSORS:
+            return False
+        if isinstance(node.func, ast.Name) and node.func.id in ("float", "int", "round", "bool", "str", "len"):
+            return False
+    return True
 
 
 def only_detached(call: ast.Call) -> bool:

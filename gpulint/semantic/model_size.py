@@ -18,7 +18,7 @@ from gpulint.semantic.model import Function, SemanticModel
 from gpulint.semantic.scopes import Binding
 from gpulint.semantic.survey import ast_dotted_name, module_of
 from gpulint.semantic.torch_api import (
-    DEVICE_KEEPING_TENSOR_METHODS, LAYOUT_METHODS, LITERAL_TENSOR, MODULE_CONTAINERS, MODULE_RETURNING_METHODS,
+    LITERAL_TENSOR, MODULE_CONTAINERS, MODULE_RETURNING_METHODS,
     MODULE_WRAPPERS, PARAMETER_FREE_LAYERS, RANGE_FUNCTION, SHAPE_FACTORIES, SHAPE_KEEPING_FUNCTIONS, SHAPE_KEEPING_METHODS,
     SIZED_LAYERS, STACKING_FUNCTION, TENSOR_OPTIONS, TENSOR_SHAPE_METHODS, TENSOR_TO_PYTHON_METHODS, nn_class_name,
 )
@@ -56,27 +56,30 @@ def is_toy(model: SemanticModel, value: ast.expr) -> bool:
     return size is not None and 0 < size <= TOY_SIZE
 
 
-def payload_size(model: SemanticModel, value: ast.expr) -> Optional[int]:
+def payload_size(model: SemanticModel, value: ast.expr, load: Optional[ast.AST] = None) -> Optional[int]:
     """The tensor elements ``value``, something saved, holds where the code spells them: a tensor
     whose shape it spells (``torch.arange(4)``, ``torch.zeros(4)``), or a list, tuple or dict
-    display of them, through names each assignment of which is one (the largest); else None."""
+    display of them, through names each assignment of which that may reach it is one (the
+    largest), and that nothing may change before ``load`` reads the file back (see
+    :meth:`_Evaluator.kept_as_assigned`); else None."""
     try:
-        return _Evaluator(model).payload_size(value, 0)
+        return _Evaluator(model, load).payload_size(value, 0)
     except _Unknown:
         return None
 
 
-def is_toy_payload(model: SemanticModel, value: ast.expr) -> bool:
+def is_toy_payload(model: SemanticModel, value: ast.expr, load: Optional[ast.AST] = None) -> bool:
     """Whether ``value`` holds at most :data:`TOY_SIZE` tensor elements, and some (:func:`payload_size`)."""
-    size = payload_size(model, value)
+    size = payload_size(model, value, load)
     return size is not None and 0 < size <= TOY_SIZE
 
 
-NEW_VALUE_METHODS = (
-    SHAPE_KEEPING_METHODS | LAYOUT_METHODS | TENSOR_SHAPE_METHODS | TENSOR_TO_PYTHON_METHODS | DEVICE_KEEPING_TENSOR_METHODS
-    | frozenset({"copy", "keys", "values", "items", "get", "index", "count"})
-) - frozenset({"resize_", "set_"})
-"""Methods of tensors, lists and dicts that return a new value and leave the receiver as it is."""
+NEW_VALUE_METHODS = TENSOR_SHAPE_METHODS | TENSOR_TO_PYTHON_METHODS | frozenset({
+    "clone", "sum", "mean", "max", "min", "std", "var", "abs", "exp", "log", "sqrt", "round", "clamp", "keys", "index", "count",
+})
+"""Methods of tensors, lists and dicts whose result shares nothing with the receiver's storage
+(``x.size()``, ``x.item()``, ``x.clone()``, ``x.sum()``, ``d.keys()``): a view, a cast that may
+return the receiver itself, ``d.get(k)`` or ``d.values()`` hand out what the receiver holds."""
 METADATA = frozenset({"shape", "dtype", "device", "ndim", "is_cuda"})
 """Attributes of a tensor that describe it."""
 DISPLAYS = (ast.List, ast.Tuple, ast.Dict, ast.Set)
@@ -87,6 +90,12 @@ LAYER_KEEPING_METHODS = MODULE_RETURNING_METHODS | frozenset({
 })
 """Methods of a module that leave its layers as they are (``semantic.model_size`` reads any other
 use of a toy's name as one that may grow it)."""
+PART_METHODS = frozenset({
+    "state_dict", "parameters", "named_parameters", "buffers", "named_buffers", "modules", "named_modules", "children",
+    "named_children",
+})
+"""Methods that hand out a module's parts, through which code may replace or add weights."""
+
 READING_BUILTINS = frozenset({"print", "len", "str", "repr", "type", "isinstance", "id", "next", "iter", "sum", "display"})
 """Builtins (and a notebook's ``display``) that only read what they are given."""
 OTHER_BINDINGS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.alias, ast.ExceptHandler, ast.MatchAs,
@@ -176,6 +185,8 @@ def _grown(model: SemanticModel, use: ast.Name, seen: FrozenSet[int] = frozenset
         if isinstance(call, ast.Call) and call.func is parent:
             if not (isinstance(parent, ast.Attribute) and parent.attr in LAYER_KEEPING_METHODS):
                 return True
+            if parent.attr in PART_METHODS and not _parts_only_read(model, call):
+                return True
             node, parent = call, model.parent(call)
             continue
         node, parent = parent, call
@@ -205,6 +216,51 @@ class _HelperReads:
 
     def __init__(self, model: SemanticModel) -> None:
         self.only_read: Dict[Tuple[int, str], bool] = {}
+
+
+PART_READS = frozenset({"shape", "dtype", "device", "requires_grad", "grad", "numel", "size", "dim", "is_cuda"})
+"""Attributes and methods of a module's part that only read it."""
+
+
+def _parts_only_read(model: SemanticModel, call: ast.Call) -> bool:
+    """Whether the parts ``net.parameters()`` (or another of :data:`PART_METHODS`) hands out are
+    only read: shown by a notebook, given to a ``torch.optim`` optimizer (``params=`` too), to
+    ``torch.save``, to ``len`` or ``print`` (also through ``list(...)``, or shown), to ``next(...)`` whose result is only
+    read, or looped over by a comprehension (``sum(p.numel() for p in net.parameters())``) that only
+    reads each (:data:`PART_READS`). A ``for`` statement, an assignment or any other use may
+    replace or add weights (``p.data = ...``)."""
+    parent = model.parent(call)
+    if isinstance(parent, ast.Expr):
+        return True  # shown by a notebook
+    if isinstance(parent, ast.keyword):
+        parent = model.parent(parent)
+        names = model.resolved_names(parent.func) if isinstance(parent, ast.Call) else frozenset()
+        return bool(names) and all(name.startswith("torch.optim.") for name in names)
+    if isinstance(parent, ast.Call) and call in parent.args:
+        names = model.resolved_names(parent.func)
+        if names and all(name.startswith("torch.optim.") or name == "torch.save" for name in names):
+            return True
+        builtin = parent.func.id if isinstance(parent.func, ast.Name) and parent.func.id not in model.scope_at(parent).bound else None
+        if builtin == "next":
+            return _only_part_reads(model, parent)
+        if builtin in ("list", "tuple"):
+            shown = model.parent(parent)
+            return isinstance(shown, ast.Expr) or (
+                isinstance(shown, ast.Call) and isinstance(shown.func, ast.Name) and shown.func.id in ("len", "print")
+            )
+        return builtin in ("len", "print")
+    if isinstance(parent, ast.comprehension) and parent.iter is call and isinstance(parent.target, ast.Name):
+        binding = model.scope_at(parent.target).resolve(parent.target.id)
+        return all(isinstance(use.ctx, ast.Store) or _only_part_reads(model, use) for use in model.uses(binding))
+    return False
+
+
+def _only_part_reads(model: SemanticModel, node: ast.expr) -> bool:
+    attribute = model.parent(node)
+    if not (isinstance(attribute, ast.Attribute) and attribute.value is node and isinstance(attribute.ctx, ast.Load) and attribute.attr in PART_READS):
+        return False
+    call = model.parent(attribute)
+    return not (isinstance(call, ast.Attribute) or (isinstance(call, ast.Subscript) and call.value is attribute))
 
 
 def _only_read_by_callee(model: SemanticModel, call: ast.Call, argument: ast.AST, seen: FrozenSet[int]) -> bool:
@@ -273,8 +329,11 @@ argument)."""
 
 
 class _Evaluator:
-    def __init__(self, model: SemanticModel) -> None:
+    def __init__(self, model: SemanticModel, load: Optional[ast.AST] = None) -> None:
         self.model = model
+        self.horizon = self.top_level_index(load) if load is not None else None
+        """The index of the top-level statement that reads a payload back, where it runs there
+        (not in a function): what later statements do to the payload's names comes too late."""
         self.steps = 0
         self.following: Set[Binding] = set()
         """The names whose values are being read (a name read again inside its own value is a cycle)."""
@@ -337,9 +396,8 @@ class _Evaluator:
             return sum(self.payload_size(part, depth + 1) for part in value.values)
         if isinstance(value, ast.Name):
             assigned = self.reaching_values(value)
-            displays = any(isinstance(part, DISPLAYS) for part in self.assigned_values(value))
-            if (displays and not self.kept_as_assigned(value, depth)) or self.resized_in_place(value):
-                raise _Unknown  # a container filled later, a tensor resized in place
+            if not self.kept_as_assigned(value, depth):
+                raise _Unknown  # a container filled later, a tensor resized in place or aliased
             return max(self.payload_size(part, depth + 1) for part in assigned)
         return math.prod(self.tensor_shape(value, {}, depth + 1))
 
@@ -353,10 +411,28 @@ class _Evaluator:
         if depth > MAX_DEPTH:
             return False
         binding = self.model.scope_at(name).resolve(name.id)
-        return all(
-            isinstance(use.ctx, ast.Store) or self.only_read(use, depth)
-            for use in self.model.uses(binding) if not isinstance(use.ctx, ast.Del)
-        ) and not any(isinstance(use.ctx, ast.Del) for use in self.model.uses(binding))
+        uses = [use for use in self.model.uses(binding) if not self.too_late(use)]
+        return not any(isinstance(use.ctx, ast.Del) for use in uses) and all(
+            isinstance(use.ctx, ast.Store) or self.only_read(use, depth) for use in uses
+        )
+
+    def top_level_index(self, node: ast.AST) -> Optional[int]:
+        """The index of the top-level statement ``node`` runs in, where it runs there (not in a
+        function, lambda or class body)."""
+        top = {id(statement): index for index, statement in enumerate(self.model.tree.body)}
+        for around in [node, *self.model.ancestors(node)]:
+            if id(around) in top:
+                return top[id(around)]
+            if isinstance(around, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                return None
+        return None
+
+    def too_late(self, use: ast.AST) -> bool:
+        """Whether ``use`` runs in a top-level statement after the one that reads the payload back."""
+        if self.horizon is None:
+            return False
+        index = self.top_level_index(use)
+        return index is not None and index > self.horizon
 
     def only_read(self, node: ast.expr, depth: int) -> bool:
         parent = self.model.parent(node)
@@ -369,7 +445,9 @@ class _Evaluator:
             if isinstance(parent.func, ast.Name) and parent.func.id in READING_BUILTINS:
                 return True
             names = self.model.resolved_names(parent.func)
-            return bool(names) and all(name.startswith("torch.") for name in names) and not any(k.arg == "out" for k in parent.keywords)
+            return bool(names) and all(
+                name.startswith("torch.") and not name.endswith("_") and not name.startswith("torch.Tensor.") for name in names
+            ) and not any(k.arg == "out" for k in parent.keywords)
         if isinstance(parent, (ast.FormattedValue, ast.Compare)):
             return True
         if isinstance(parent, (ast.List, ast.Tuple, ast.Set)) or (isinstance(parent, ast.Dict) and any(value is node for value in parent.values)):
@@ -397,6 +475,8 @@ class _Evaluator:
         )
         if constructor is None or constructor.args.vararg or constructor.args.kwarg or constructor.args.kwonlyargs:
             raise _Unknown
+        if any(_stores_on_instance(item) for item in built.body if isinstance(item, ast.FunctionDef) and item is not constructor):
+            raise _Unknown  # a method (``forward``) may add layers after the constructor
         names = [argument.arg for argument in constructor.args.posonlyargs + constructor.args.args]
         if not names:
             raise _Unknown
@@ -567,16 +647,23 @@ class _Evaluator:
 
     def resized_in_place(self, name: ast.Name) -> bool:
         """Whether the code may change the shape of the tensor a name holds without assigning the
-        name: an in-place method (``x.resize_(...)``, ``x.set_(...)``), an attribute or item
-        stored on it (``x.data = ...``), or the name given as a call's ``out=``."""
+        name: an in-place method (``x.resize_(...)``, ``x.data.resize_(...)``,
+        ``torch.Tensor.resize_(x, ...)``), an attribute or item stored on it (``x.data = ...``),
+        the name given as a call's ``out=``, or the name aliased (``y = x``)."""
         binding = self.model.scope_at(name).resolve(name.id)
         for use in self.model.uses(binding):
             parent = self.model.parent(use)
-            if isinstance(parent, ast.Attribute) and parent.value is use and (parent.attr.endswith("_") or not isinstance(parent.ctx, ast.Load)):
+            if isinstance(parent, ast.Attribute) and parent.value is use and (
+                parent.attr.endswith("_") or parent.attr == "data" or not isinstance(parent.ctx, ast.Load)
+            ):
                 return True
             if isinstance(parent, ast.Subscript) and parent.value is use and not isinstance(parent.ctx, ast.Load):
                 return True
             if isinstance(parent, ast.keyword) and parent.arg == "out":
+                return True
+            if isinstance(parent, ast.Call) and use in parent.args and any(n.endswith("_") for n in self.model.resolved_names(parent.func)):
+                return True
+            if isinstance(parent, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and parent.value is use:
                 return True
         return False
 
@@ -636,6 +723,31 @@ class _Evaluator:
 
 SHAPE_ATTRIBUTE = "shape"
 SIZE_METHOD = "size"
+
+
+GROWING_METHODS = frozenset({"add_module", "register_module", "register_buffer", "register_parameter", "append", "extend", "insert", "update"})
+"""Methods of a module (or of its containers) that add to it."""
+
+
+def _stores_on_instance(method: ast.FunctionDef) -> bool:
+    """Whether a method stores something on its instance (``self.extra = ...``, ``setattr(self,
+    ...)``, ``self.add_module(...)``, ``self.blocks.append(...)``)."""
+    arguments = method.args.posonlyargs + method.args.args
+    if not arguments:
+        return False
+    receiver = arguments[0].arg
+    for node in ast.walk(method):
+        if isinstance(node, (ast.Attribute, ast.Subscript)) and not isinstance(node.ctx, ast.Load):
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr":
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in GROWING_METHODS:
+            root = node.func.value
+            while isinstance(root, (ast.Attribute, ast.Subscript)):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id == receiver:
+                return True
+    return False
 
 
 def _buffer_name(call: ast.Call) -> str:

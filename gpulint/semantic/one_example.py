@@ -9,20 +9,23 @@ whatever the model.
 The function runs one example when every forward call (one at least) is outside any loop or
 comprehension of it, and is given only such tensors (or numbers and strings): integer tensors of
 ids, by their constructor or ``dtype`` (``torch.LongTensor``, ``torch.tensor(ids,
-dtype=torch.long)``), made of a flat list the code spells (a list display or comprehension whose
-elements are no lists, a sum of such a list with another or with a call's result, a name every
-assignment of which is one, or one such list in a list: a batch of one), moved or reshaped.
+dtype=torch.long)``), made of a flat list the code spells (a list display or a comprehension of
+one ``for`` whose elements are no lists, a sum of such a list with another or with a call's
+result, a name every assignment of which is one, or one such list in a list: a batch of one),
+moved or given a leading dimension of one (``unsqueeze``).
 
 Nothing of the forward pass may outlive the call. The function returns only Python values
 (``.item()``, ``.tolist()``, numbers, strings, names bound only to them and never given to a
 method); stores nothing in an attribute or an item, rebinds no parameter with ``+=``, declares no
-``global`` or ``nonlocal``; defines no function, lambda or class; neither yields, awaits nor
-raises after the first forward call; and from the first forward call on calls only the forward
-passes, torch's and numpy's functions, builtins that give Python values (``print``, ``float``),
-and methods of values it made itself (``prediction.item()``): not a container's mutator on a
-global (``HISTORY.append``), a parameter's method (``tracker.record(output)``), a function or
-class of the module, or a callback. The module registers no hook (``register_forward_hook``,
-whose function may keep activations) and no ``forward`` of its own stores on ``self``.
+``global`` or ``nonlocal``; defines no function, lambda or class; neither yields, awaits, raises
+nor asserts after the first forward call; and from the first forward call on calls only the
+forward passes, torch's and numpy's functions, builtins that give Python values (``print``,
+``float``), and methods of values it made itself (``prediction.item()``) that are no container's
+mutator and change nothing in place (not ``kept.append``, ``buffer.copy_``, whatever ``kept``
+is): not a parameter's method (``tracker.record(output)``), a function or class of the module, or
+a callback. The module registers no hook (``register_forward_hook``, whose function may keep
+activations), and no method of its model classes but ``__init__`` stores on ``self`` (a ``forward``
+keeping activations, directly or through a method it calls).
 
 An image or a batch, a tensor the function is given, a generation loop, a tensor returned: the
 function is checked.
@@ -33,6 +36,7 @@ from __future__ import annotations
 import ast
 from typing import List, Optional, Tuple
 
+from gpulint.semantic.confined import CONTAINER_MUTATORS
 from gpulint.semantic.model import Function, SemanticModel
 from gpulint.semantic.torch_api import INTEGER_DTYPES, INTEGER_TENSOR_CLASSES, TENSOR_TO_PYTHON_METHODS, VALUE_BUILTINS
 
@@ -41,8 +45,9 @@ DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 """Code that may run later, with what the forward pass made: a function holding one is checked."""
 NESTED = (ast.List, ast.Tuple, ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.Starred)
 """Elements that make a list of lists (a batch)."""
-ID_KEEPING_METHODS = frozenset({"to", "cuda", "cpu", "view", "reshape", "unsqueeze", "squeeze", "long", "int", "contiguous", "flatten"})
-"""Tensor methods an id tensor is moved or reshaped with."""
+ID_KEEPING_METHODS = frozenset({"to", "cuda", "cpu", "unsqueeze", "long", "int", "contiguous"})
+"""Tensor methods an id tensor is moved with, or given a leading dimension of one (a ``view`` or
+``reshape`` may make a batch of a flat list)."""
 PYTHON_BUILTINS = VALUE_BUILTINS | frozenset({"print", "isinstance", "format"})
 """Builtins that give Python values and keep nothing they are given."""
 LIBRARIES = ("torch.", "numpy.")
@@ -72,7 +77,7 @@ def runs_one_example(model: SemanticModel, function: Optional[Function], calls: 
             return False
         if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id in function.scope.parameters:
             return False
-        if isinstance(node, ast.Raise) and _end(node) > first:
+        if isinstance(node, (ast.Raise, ast.Assert)) and _end(node) > first:
             return False
         if isinstance(node, ast.Call) and _end(node) > first and id(node) not in forward and not _keeps_nothing(model, function, node):
             return False
@@ -92,11 +97,23 @@ def _end(node: ast.AST) -> Tuple[int, int]:
 
 
 def _forward_stores_on_self(model: SemanticModel) -> bool:
-    """Whether a ``forward`` of the module stores something on its instance (``self.last = h``)."""
+    """Whether a method of a model class of the module (of ``nn.Module``), other than ``__init__``,
+    may store something on its instance (``self.last = h``, ``self.activations.append(h)``, ``setattr(self, ...)``):
+    ``forward`` may do so, or call a method that does."""
     for function in model.all_functions:
-        if function.name == "forward" and function.receiver is not None:
-            for node in ast.walk(function.node):
-                if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, ast.Store):
+        receiver = function.receiver
+        if receiver is None or function.name == "__init__" or function.owner is None or function.owner.node not in model.module_classes:
+            continue
+        for node in ast.walk(function.node):
+            if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, ast.Store):
+                return True
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr":
+                return True
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in CONTAINER_MUTATORS:
+                root = node.func.value
+                while isinstance(root, (ast.Attribute, ast.Subscript)):
+                    root = root.value
+                if isinstance(root, ast.Name) and root.id == receiver:
                     return True
     return False
 
@@ -110,8 +127,8 @@ def _keeps_nothing(model: SemanticModel, function: Function, call: ast.Call) -> 
         return True
     if isinstance(call.func, ast.Name):
         return call.func.id in PYTHON_BUILTINS and call.func.id not in function.scope.bound and not names
-    if not isinstance(call.func, ast.Attribute):
-        return False
+    if not isinstance(call.func, ast.Attribute) or call.func.attr in CONTAINER_MUTATORS or call.func.attr.endswith("_"):
+        return False  # ``kept.append(output)``, ``buffer.copy_(output)``, whatever ``kept`` is
     root: ast.expr = call.func.value
     while isinstance(root, (ast.Attribute, ast.Subscript, ast.Call)):
         if isinstance(root, ast.Call):
@@ -191,7 +208,7 @@ def _flat_list(model: SemanticModel, function: Function, node: ast.expr, depth: 
     if isinstance(node, ast.List):
         return all(_scalar(element) for element in node.elts)
     if isinstance(node, ast.ListComp):
-        return _scalar(node.elt)
+        return len(node.generators) == 1 and _scalar(node.elt)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         sides = (node.left, node.right)
         return any(_flat_list(model, function, side, depth + 1) for side in sides) and all(
