@@ -217,8 +217,8 @@ def _a_toy(model: SemanticModel, call: ast.Call) -> bool:
 
 SAVE = "torch.save"
 CONDITIONAL = (
-    ast.If, ast.IfExp, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.Match, ast.BoolOp, ast.FunctionDef,
-    ast.AsyncFunctionDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp,
+    ast.If, ast.IfExp, ast.For, ast.AsyncFor, ast.While, ast.Try, getattr(ast, "TryStar", ast.Try), ast.Match, ast.BoolOp,
+    ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp,
 )
 """Where code may not run, or not before what follows it (a function's body runs when called)."""
 

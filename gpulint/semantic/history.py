@@ -137,6 +137,9 @@ class AutogradHistory:
 
 NOT_TENSORS = frozenset({"item", "tolist", "numpy", "detach"})
 """Methods whose result is a Python value, an array or a tensor without history."""
+BUILTIN_VALUES = frozenset({"float", "int", "round", "bool", "str", "len", "dict", "list", "tuple", "sum", "max", "min", "abs"})
+"""Builtins whose result, from a loss, is no tensor with its history (``sum`` of numbers...)."""
+MAX_TENSOR_DEPTH = 8
 
 
 def _returned_as_tensors(model: SemanticModel, value: ast.expr, position: int, length: int) -> bool:
@@ -157,21 +160,42 @@ def _returned_as_tensors(model: SemanticModel, value: ast.expr, position: int, l
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return False
     returns = [part for part in own_nodes(node.body) if isinstance(part, ast.Return)]
+    own = list(own_nodes(node.body))
     return bool(returns) and all(
-        isinstance(returned.value, ast.Tuple) and len(returned.value.elts) == length and _may_be_tensor(returned.value.elts[position])
+        isinstance(returned.value, ast.Tuple) and len(returned.value.elts) == length
+        and _computed_as_tensor(model, own, returned.value.elts[position], 0)
         for returned in returns
     )
 
 
-def _may_be_tensor(node: ast.expr) -> bool:
-    if isinstance(node, (ast.Constant, ast.JoinedStr)):
+def _computed_as_tensor(model: SemanticModel, own: List[ast.AST], node: ast.expr, depth: int) -> bool:
+    """Whether ``node``, in a function whose own nodes are ``own``, is computed as a tensor: a call
+    of torch (a criterion, ``F.l1_loss``...), of a module or of a tensor method that keeps a tensor
+    (not ``.item()``, ``.detach()``, numpy, a builtin), arithmetic with one, or a local name one of
+    whose assignments (``=`` or ``+=``) is one. A constant, a dict, ``loss.item() / n``, a name
+    bound only to Python values or a parameter is not."""
+    if depth > MAX_TENSOR_DEPTH:
         return False
     if isinstance(node, ast.Call):
-        if isinstance(node.func, ast.Attribute) and node.func.attr in NOT_TENSORS:
+        function = node.func
+        if isinstance(function, ast.Attribute) and function.attr in NOT_TENSORS:
             return False
-        if isinstance(node.func, ast.Name) and node.func.id in ("float", "int", "round", "bool", "str", "len"):
+        names = model.resolved_names(function)
+        if any(name.startswith("numpy.") for name in names) or (isinstance(function, ast.Name) and function.id in BUILTIN_VALUES and not names):
             return False
-    return True
+        return True
+    if isinstance(node, ast.BinOp):
+        return _computed_as_tensor(model, own, node.left, depth + 1) or _computed_as_tensor(model, own, node.right, depth + 1)
+    if isinstance(node, ast.UnaryOp):
+        return _computed_as_tensor(model, own, node.operand, depth + 1)
+    if isinstance(node, ast.Name):
+        values = [
+            part.value for part in own
+            if (isinstance(part, ast.Assign) and any(isinstance(target, ast.Name) and target.id == node.id for target in part.targets))
+            or (isinstance(part, ast.AugAssign) and isinstance(part.target, ast.Name) and part.target.id == node.id)
+        ]
+        return any(_computed_as_tensor(model, own, value, depth + 1) for value in values)
+    return False
 
 
 def only_detached(call: ast.Call) -> bool:

@@ -475,7 +475,7 @@ class _Evaluator:
         )
         if constructor is None or constructor.args.vararg or constructor.args.kwarg or constructor.args.kwonlyargs:
             raise _Unknown
-        if any(_stores_on_instance(item) for item in built.body if isinstance(item, ast.FunctionDef) and item is not constructor):
+        if any(_stores_on_instance(item) for item in ast.walk(built) if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item is not constructor):
             raise _Unknown  # a method (``forward``) may add layers after the constructor
         names = [argument.arg for argument in constructor.args.posonlyargs + constructor.args.args]
         if not names:
@@ -729,7 +729,7 @@ GROWING_METHODS = frozenset({"add_module", "register_module", "register_buffer",
 """Methods of a module (or of its containers) that add to it."""
 
 
-def _stores_on_instance(method: ast.FunctionDef) -> bool:
+def _stores_on_instance(method: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> bool:
     """Whether a method stores something on its instance (``self.extra = ...``, ``setattr(self,
     ...)``, ``self.add_module(...)``, ``self.blocks.append(...)``)."""
     arguments = method.args.posonlyargs + method.args.args
