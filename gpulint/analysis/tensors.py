@@ -50,14 +50,15 @@ def dotted_name(node: cst.CSTNode) -> Optional[str]:
     return None
 
 
-def subexpressions(node: cst.CSTNode) -> List[cst.CSTNode]:
-    """``node`` and every node below it, in visit order."""
+def subexpressions(node: cst.CSTNode, nested: bool = True) -> List[cst.CSTNode]:
+    """``node`` and every node below it, in visit order; without entering a function, lambda or
+    class below ``node`` where ``nested`` is false."""
     found: List[cst.CSTNode] = []
 
     class Collect(cst.CSTVisitor):
         def on_visit(self, child: cst.CSTNode) -> bool:
             found.append(child)
-            return True
+            return nested or child is node or not isinstance(child, (cst.FunctionDef, cst.Lambda, cst.ClassDef))
 
     node.visit(Collect())
     return found

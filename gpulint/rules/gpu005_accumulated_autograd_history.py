@@ -404,7 +404,7 @@ def _nested_locals(scope_node: cst.CSTNode) -> Dict[int, Set[str]]:
     def local_names(function: Union[cst.FunctionDef, cst.Lambda]) -> Set[str]:
         names = {param.name.value for param in _parameters(function.params)}
         declared: Set[str] = set()
-        for node in _own_subexpressions(function.body):
+        for node in subexpressions(function.body, nested=False):
             if isinstance(node, (cst.Global, cst.Nonlocal)):
                 declared.update(item.name.value for item in node.names)
             elif isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
@@ -423,19 +423,6 @@ def _nested_locals(scope_node: cst.CSTNode) -> Dict[int, Set[str]]:
             visit(child, shadowed)
 
     visit(scope_node, set())
-    return found
-
-
-def _own_subexpressions(node: cst.CSTNode) -> List[cst.CSTNode]:
-    """``node`` and every node below it, not entering a nested function, lambda or class."""
-    found: List[cst.CSTNode] = []
-
-    class Collect(cst.CSTVisitor):
-        def on_visit(self, child: cst.CSTNode) -> bool:
-            found.append(child)
-            return child is node or not isinstance(child, (cst.FunctionDef, cst.Lambda, cst.ClassDef))
-
-    node.visit(Collect())
     return found
 
 

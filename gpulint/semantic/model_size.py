@@ -14,6 +14,7 @@ import ast
 import math
 from typing import Callable, Dict, FrozenSet, List, Optional, Set, Tuple, TypeVar, Union
 
+from gpulint.semantic.confined import CONTAINER_MUTATORS
 from gpulint.semantic.model import Function, SemanticModel
 from gpulint.semantic.scopes import Binding
 from gpulint.semantic.survey import ast_dotted_name, module_of
@@ -475,7 +476,7 @@ class _Evaluator:
         )
         if constructor is None or constructor.args.vararg or constructor.args.kwarg or constructor.args.kwonlyargs:
             raise _Unknown
-        if any(_stores_on_instance(item) for item in ast.walk(built) if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item is not constructor):
+        if any(stores_on_instance(item) for item in ast.walk(built) if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item is not constructor):
             raise _Unknown  # a method (``forward``) may add layers after the constructor
         names = [argument.arg for argument in constructor.args.posonlyargs + constructor.args.args]
         if not names:
@@ -725,11 +726,11 @@ SHAPE_ATTRIBUTE = "shape"
 SIZE_METHOD = "size"
 
 
-GROWING_METHODS = frozenset({"add_module", "register_module", "register_buffer", "register_parameter", "append", "extend", "insert", "update"})
-"""Methods of a module (or of its containers) that add to it."""
+GROWING_METHODS = CONTAINER_MUTATORS | frozenset({"add_module", "register_module"})
+"""Methods of a module (or of the containers it holds) that add to it."""
 
 
-def _stores_on_instance(method: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> bool:
+def stores_on_instance(method: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> bool:
     """Whether a method stores something on its instance (``self.extra = ...``, ``setattr(self,
     ...)``, ``self.add_module(...)``, ``self.blocks.append(...)``)."""
     arguments = method.args.posonlyargs + method.args.args

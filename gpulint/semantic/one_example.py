@@ -38,6 +38,7 @@ from typing import List, Optional, Tuple
 
 from gpulint.semantic.confined import CONTAINER_MUTATORS
 from gpulint.semantic.model import Function, SemanticModel
+from gpulint.semantic.model_size import stores_on_instance
 from gpulint.semantic.torch_api import INTEGER_DTYPES, INTEGER_TENSOR_CLASSES, TENSOR_TO_PYTHON_METHODS, VALUE_BUILTINS
 
 LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
@@ -100,22 +101,11 @@ def _forward_stores_on_self(model: SemanticModel) -> bool:
     """Whether a method of a model class of the module (of ``nn.Module``), other than ``__init__``,
     may store something on its instance (``self.last = h``, ``self.activations.append(h)``, ``setattr(self, ...)``):
     ``forward`` may do so, or call a method that does."""
-    for function in model.all_functions:
-        receiver = function.receiver
-        if receiver is None or function.name == "__init__" or function.owner is None or function.owner.node not in model.module_classes:
-            continue
-        for node in ast.walk(function.node):
-            if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, ast.Store):
-                return True
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr":
-                return True
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in CONTAINER_MUTATORS:
-                root = node.func.value
-                while isinstance(root, (ast.Attribute, ast.Subscript)):
-                    root = root.value
-                if isinstance(root, ast.Name) and root.id == receiver:
-                    return True
-    return False
+    return any(
+        function.receiver is not None and function.name != "__init__" and function.owner is not None
+        and function.owner.node in model.module_classes and stores_on_instance(function.node)
+        for function in model.all_functions
+    )
 
 
 def _keeps_nothing(model: SemanticModel, function: Function, call: ast.Call) -> bool:
