@@ -235,14 +235,16 @@ class SemanticModel(Survey):
         return frozenset(found)
 
     def _defined_class(self, node: ast.expr) -> Optional[ast.ClassDef]:
-        """The class of the module a base name refers to, by binding."""
+        """The class of the module a base name refers to, by binding: the last ``class`` of that
+        name in the binding's scope, as :meth:`definition` takes the last ``def``."""
         if not isinstance(node, ast.Name):
             return None
         definition = self.scope_at(node).resolve(node.id)
+        found: Optional[ast.ClassDef] = None
         for child in definition.scope.children:
             if isinstance(child.node, ast.ClassDef) and child.node.name == node.id:
-                return child.node
-        return None
+                found = child.node
+        return found
 
     @property
     def all_functions(self) -> List[Function]:
