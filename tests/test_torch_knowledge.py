@@ -6,6 +6,7 @@ import ast
 import importlib
 import inspect
 import pkgutil
+import re
 import warnings
 
 import pytest
@@ -402,3 +403,21 @@ def test_parameter_free_layers_have_an_empty_state_dict(layer):
 
 def test_module_containers_are_torch_nn_containers():
     assert all(issubclass(getattr(nn, name), nn.Module) for name in torch_api.MODULE_CONTAINERS)
+
+
+@pytest.mark.parametrize(
+    "name", ["resnet50-19c8e357.pth", "alexnet-owt-4df8aa71.pth", "densenet121-a639ec97.pth", "shufflenetv2_x1-5666bf0f80.pth"]
+)
+def test_hub_hashed_files_carry_the_hash_torch_hub_checks(name):
+    ours = re.search(torch_api.HUB_HASHED_FILE, name)
+    assert ours is not None
+    assert torch.hub.HASH_REGEX.search(name).group(1) == ours.group(1)
+
+
+@pytest.mark.parametrize("name", ["model-20231105.pth", "model-best.pth", "model-3f2a.pth", "resnet50-19c8e357.pth.bak/x"])
+def test_a_date_or_a_short_tag_is_no_hub_hash(name):
+    assert re.search(torch_api.HUB_HASHED_FILE, name) is None
+
+
+def test_the_hub_hash_has_the_digits_torch_hub_asks_for():
+    assert "first eight or more" in " ".join((torch.hub.load_state_dict_from_url.__doc__ or "").split())

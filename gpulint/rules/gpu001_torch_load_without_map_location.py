@@ -20,6 +20,7 @@ from gpulint.semantic.mapping_use import MappingUse
 from gpulint.semantic.model import Function, SemanticModel
 from gpulint.semantic.model_size import always_a_toy, is_toy_payload
 from gpulint.semantic.moved_at_once import moved_to_gpu_at_once
+from gpulint.semantic.published import names_a_published_file
 from gpulint.semantic.live_optimizer import restores_live_optimizer
 from gpulint.semantic.read_back import ReadBack, loaded_path
 from gpulint.semantic.run_as_loaded import run_on_gpu_inputs_as_loaded
@@ -182,14 +183,15 @@ def _holds_no_device_tensors(model: SemanticModel, call: ast.Call) -> bool:
     ``if os.path.exists(path):``, the path by name, attribute chain or as the same string) — or
     by every caller before the call, for a path read from a parameter (``define_model(args)``
     loading ``args.model_path``, which ``main`` fetches when missing); the weights a class's
-    constructor builds its network with (published pretrained weights); or a payload a part of which
+    constructor builds its network with (published pretrained weights); a file whose path names a
+    release (:func:`~gpulint.semantic.published.names_a_published_file`); or a payload a part of which
     the code uses as a numpy array."""
     loaded = loaded_path(call)
     if loaded is None:
         return False
     if NON_TENSOR_PAYLOADS & {word.lower() for word in _words_in(loaded)}:
         return True
-    if _is_download(model, loaded) or loaded_while_built(model, call):
+    if _is_download(model, loaded) or loaded_while_built(model, call) or names_a_published_file(model, loaded):
         return True
     function = model.innermost_function(call)
     scope: ast.AST = function.node if function is not None else model.tree

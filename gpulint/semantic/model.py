@@ -226,7 +226,7 @@ class SemanticModel(Survey):
             changed = False
             for cls in classes:
                 if cls.node not in found and any(
-                    self._defined_class(base) in found
+                    self.defined_class(base) in found
                     or any(torch_api.is_module_constructor(q) or q in MODEL_BASES for q in self.qualified_names(base))
                     for base in cls.node.bases
                 ):
@@ -234,7 +234,7 @@ class SemanticModel(Survey):
                     changed = True
         return frozenset(found)
 
-    def _defined_class(self, node: ast.expr) -> Optional[ast.ClassDef]:
+    def defined_class(self, node: ast.expr) -> Optional[ast.ClassDef]:
         """The class of the module a base name refers to, by binding: the last ``class`` of that
         name in the binding's scope, as :meth:`definition` takes the last ``def``."""
         if not isinstance(node, ast.Name):
@@ -299,7 +299,7 @@ class SemanticModel(Survey):
         if name in owner.methods:
             return owner.methods[name]
         for base in owner.node.bases:
-            defined = self._defined_class(base)
+            defined = self.defined_class(base)
             if defined is not None:
                 found = self._method(defined, name, seen | {id(node)})
                 if found is not None:
@@ -481,7 +481,7 @@ class SemanticModel(Survey):
     def class_built(self, value: ast.expr) -> Optional[ast.ClassDef]:
         """The class of the module that ``value`` builds an instance of (``Net(cfg).cuda().eval()``)."""
         built = module_of(value)
-        return self._defined_class(built.func) if isinstance(built, ast.Call) else None
+        return self.defined_class(built.func) if isinstance(built, ast.Call) else None
 
     @cached_property
     def runs_without_grad(self) -> FrozenSet[Function]:
@@ -530,7 +530,7 @@ class SemanticModel(Survey):
         if self.spells(THREAD_WORDS):
             return False
         receiver = constructor.receiver
-        bases_here = any(self._defined_class(base) is not None for base in cls.node.bases)
+        bases_here = any(self.defined_class(base) is not None for base in cls.node.bases)
         for statement in constructor.node.body:
             if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call) and self.switches_grad_off(statement):
                 return is_false_constant(statement.value.args[0])

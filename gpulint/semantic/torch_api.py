@@ -26,6 +26,12 @@ MAP_LOCATION_SLOT: Dict[str, int] = {**dict.fromkeys(LOADERS, 1), "torch.jit.loa
 """Each function that takes ``map_location``, and the 0-based positional slot of that parameter in its
 signature: GPU001 flags a call of one that passes none."""
 
+HUB_HASHED_FILE = r"-(?=[0-9]*[a-f])([0-9a-f]{8,})\.[A-Za-z]\w*$"
+"""How ``torch.hub`` names a published file: ``filename-<sha256>.ext``, the first eight or more hex
+digits of its SHA-256 (``resnet50-19c8e357.pth``), the hash ``load_state_dict_from_url(check_hash=True)``
+reads with ``torch.hub.HASH_REGEX``. Here the hash must hold a letter, so a date
+(``model-20231105.pth``) is none. Such a file is a release, downloaded by that name."""
+
 EMPTY_CACHE = frozenset({"torch.cuda.empty_cache", "torch.cuda.memory.empty_cache"})
 """``torch.cuda.empty_cache`` under the names it is exported by: GPU003 checks what is alive at each call."""
 
