@@ -24,6 +24,7 @@ from gpulint.semantic.published import names_a_published_file
 from gpulint.semantic.live_optimizer import restores_live_optimizer
 from gpulint.semantic.read_back import ReadBack, loaded_path
 from gpulint.semantic.run_as_loaded import run_on_gpu_inputs_as_loaded
+from gpulint.semantic.scopes import Binding
 from gpulint.semantic.survey import ast_dotted_name, ast_full_name, module_of, own_nodes
 from gpulint.semantic.torch_api import MAP_LOCATION_SLOT
 
@@ -184,7 +185,8 @@ def _holds_no_device_tensors(model: SemanticModel, call: ast.Call) -> bool:
     by every caller before the call, for a path read from a parameter (``define_model(args)``
     loading ``args.model_path``, which ``main`` fetches when missing); the weights a class's
     constructor builds its network with (published pretrained weights); a file whose path names a
-    release (:func:`~gpulint.semantic.published.names_a_published_file`); or a payload a part of which
+    release (:func:`~gpulint.semantic.published.names_a_published_file`); the state dict of a
+    TensorRT engine module (:func:`_into_an_engine`); or a payload a part of which
     the code uses as a numpy array."""
     loaded = loaded_path(call)
     if loaded is None:
@@ -192,6 +194,8 @@ def _holds_no_device_tensors(model: SemanticModel, call: ast.Call) -> bool:
     if NON_TENSOR_PAYLOADS & {word.lower() for word in _words_in(loaded)}:
         return True
     if _is_download(model, loaded) or loaded_while_built(model, call) or names_a_published_file(model, loaded):
+        return True
+    if _into_an_engine(model, call):
         return True
     function = model.innermost_function(call)
     scope: ast.AST = function.node if function is not None else model.tree
@@ -318,9 +322,45 @@ def _between(model: SemanticModel, save: ast.Call, load: ast.Call) -> List[ast.A
 
 def _into_a_toy(model: SemanticModel, call: ast.Call) -> bool:
     """Whether the load is a state dict copied into a toy network: handed to ``net.load_state_dict``
-    (directly, or through a name every read of which is so handed), where every binding of ``net``
-    builds a network whose state dict the code sizes at most :data:`~gpulint.semantic.model_size.TOY_SIZE`
-    elements (``net = NeuralNetwork(2, 2)``, ``net = nn.Linear(10, 1).to(device)``)."""
+    (see :func:`_copied_into`), where every binding of ``net`` builds a network whose state dict the
+    code sizes at most :data:`~gpulint.semantic.model_size.TOY_SIZE` elements (``net =
+    NeuralNetwork(2, 2)``, ``net = nn.Linear(10, 1).to(device)``)."""
+    return _copied_into(model, call, always_a_toy)
+
+
+ENGINE_MODULES = frozenset({
+    "torch2trt.TRTModule", "torch2trt.torch2trt.TRTModule", "torch2trt.trt_module.TRTModule", "torch2trt.torch2trt",
+})
+"""torch2trt's ``TRTModule`` (and ``torch2trt(model, inputs)``, which converts a model into one): its
+state dict, written by a state-dict hook, holds a serialized TensorRT engine (bytes) and the names
+of its inputs and outputs, no tensors."""
+
+
+def _into_an_engine(model: SemanticModel, call: ast.Call) -> bool:
+    """Whether the load is a state dict copied into a TensorRT engine module (``model_trt =
+    TRTModule()``, then ``model_trt.load_state_dict(torch.load(trt_file))``): every binding of the
+    receiver assigns what calling one of :data:`ENGINE_MODULES` returns."""
+    return _copied_into(model, call, _always_an_engine)
+
+
+def _always_an_engine(model: SemanticModel, binding: Binding) -> bool:
+    if binding.name in binding.scope.parameters or binding.name in binding.scope.globals | binding.scope.nonlocals:
+        return False
+    stores = [use for use in model.uses(binding) if not isinstance(use.ctx, ast.Load)]
+    for store in stores:
+        statement = model.parent(store)
+        if not (isinstance(statement, ast.Assign) and statement.targets == [store]):
+            return False
+        built = module_of(statement.value)
+        if not (isinstance(built, ast.Call) and model.resolved_names(built.func) & ENGINE_MODULES):
+            return False
+    return bool(stores)
+
+
+def _copied_into(model: SemanticModel, call: ast.Call, receiving: Callable[[SemanticModel, Binding], bool]) -> bool:
+    """Whether the load is handed to ``net.load_state_dict`` (directly, or through a name every
+    read of which is so handed, without ``strict=False``) where ``receiving`` holds for the binding
+    of every such ``net``."""
     parent = model.parent(call)
     uses: List[ast.AST] = [call]
     if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name):
@@ -328,7 +368,7 @@ def _into_a_toy(model: SemanticModel, call: ast.Call) -> bool:
         uses = [use for use in model.uses(binding) if isinstance(use.ctx, ast.Load)]
     receivers = [_state_dict_receiver(model, use) for use in uses]
     return bool(receivers) and all(
-        receiver is not None and always_a_toy(model, model.scope_at(receiver).resolve(receiver.id)) for receiver in receivers
+        receiver is not None and receiving(model, model.scope_at(receiver).resolve(receiver.id)) for receiver in receivers
     )
 
 
