@@ -21,7 +21,7 @@ from gpulint.semantic.evaluation import EvaluationFacts, ScopeFacts
 from gpulint.semantic.model import Function, SemanticModel
 from gpulint.semantic.one_example import runs_one_example
 from gpulint.semantic.survey import ast_dotted_name
-from gpulint.semantic.torch_api import FORWARD_METHODS, MODULE_METHODS
+from gpulint.semantic.torch_api import FORWARD_METHODS, MODULE_METHODS, TENSOR_METADATA_ATTRIBUTES, TENSOR_SHAPE_METHODS
 
 OUTPUTS_LEAVE = "a value computed from the forward pass leaves the function, and a caller may backpropagate it"
 MAY_TRAIN = "the function may also train: it switches a model to training mode or hands one to other code"
@@ -95,7 +95,7 @@ class InferenceWithoutNoGrad(Rule):
             ) else []
             if program_calls:
                 forward = sorted([*forward, *program_calls], key=lambda call: (call.lineno, call.col_offset))
-            calls = [call for call in forward if _builds_a_graph_on_the_gpu(model, facts, call)]
+            calls = [call for call in forward if _builds_a_graph_on_the_gpu(model, facts, call) and not _a_shape_check(model, call)]
             if not calls or (scope.function is not None and (
                 scope.function in model.runs_without_grad or _forward_of_a_model(model, scope.function)
                 or _only_handed_over(model, scope.function)
@@ -302,6 +302,42 @@ def _handed_to_an_objects_method(model: SemanticModel, node: ast.expr) -> bool:
         isinstance(parent, ast.Call) and isinstance(parent.func, ast.Attribute)
         and not model.resolved_names(parent.func) and model.callee(parent) is None
         and model.class_built(parent.func.value) is None
+    )
+
+
+def _a_shape_check(model: SemanticModel, call: ast.Call) -> bool:
+    """A forward call whose outputs are read only for their metadata: ``print(net(x).shape)``, or
+    ``out, aux = net(x)`` and then only ``out.shape``, ``aux.size(1)``, ``len(out)`` (a model file's
+    ``__main__`` self-test). Nothing of the result is used, so its graph is worth nothing to anyone."""
+    parent = model.parent(call)
+    if isinstance(parent, ast.Assign) and parent.value is call and len(parent.targets) == 1:
+        names = [parent.targets[0]] if isinstance(parent.targets[0], ast.Name) else (
+            list(parent.targets[0].elts) if isinstance(parent.targets[0], ast.Tuple) else []
+        )
+        if not names or not all(isinstance(name, ast.Name) for name in names):
+            return False
+        reads = [
+            use for name in names if isinstance(name, ast.Name)
+            for use in model.uses(model.scope_at(name).resolve(name.id)) if isinstance(use.ctx, ast.Load)
+        ]
+        return bool(reads) and all(_metadata_read(model, read) for read in reads)
+    return _metadata_read(model, call)
+
+
+def _metadata_read(model: SemanticModel, value: ast.expr) -> bool:
+    """``value.shape``, ``value.size(1)``, ``len(value)``, of ``value`` or an item of it
+    (``value[0].shape``): a read of what a tensor is, not of its values."""
+    parent = model.parent(value)
+    if isinstance(parent, ast.Subscript) and parent.value is value:
+        return _metadata_read(model, parent)
+    if isinstance(parent, ast.Attribute) and parent.value is value:
+        if parent.attr in TENSOR_METADATA_ATTRIBUTES:
+            return True
+        method_call = model.parent(parent)
+        return parent.attr in TENSOR_SHAPE_METHODS and isinstance(method_call, ast.Call) and method_call.func is parent
+    return (
+        isinstance(parent, ast.Call) and parent.args == [value] and not parent.keywords and isinstance(parent.func, ast.Name)
+        and parent.func.id == "len" and "len" not in model.root.bound
     )
 
 

@@ -20,12 +20,13 @@ names bound only to those in the scope.
 from __future__ import annotations
 
 import ast
-from typing import Dict, Iterator, List, Optional, Set, Tuple
+from typing import Dict, Iterator, List, Optional, Set, Tuple, cast
 
 from gpulint.semantic.model import Function, SemanticModel
 from gpulint.semantic.scopes import COMPREHENSIONS, Binding
 from gpulint.semantic.survey import argument_values, own_nodes
 from gpulint.semantic.torch_api import (
+    AUTOGRAD_ENTRY_POINTS,
     DEVICE_KEEPING_TENSOR_METHODS,
     HISTORY_FREE_METHODS,
     LAYOUT_METHODS,
@@ -50,6 +51,10 @@ HISTORY_KEEPING_METHODS = LAYOUT_METHODS | DEVICE_KEEPING_TENSOR_METHODS
 """Methods whose result carries history only if their receiver does (``(pred == y).sum().float()``)."""
 NAMED_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 DEFINITIONS = (*NAMED_DEFINITIONS, ast.Lambda)
+UNTRACKED_EXPRESSIONS = (ast.Lambda, ast.Yield, ast.YieldFrom, ast.Await, ast.NamedExpr)
+"""Expressions a value read after a loop is not followed through: it may run later, leave the
+function or bind a name on the way."""
+COMPREHENSION_NODES = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 EXCLUSIVE = (ast.If, ast.Match)
 """Statements whose parts run one at a time: a value bound in one part never reaches another."""
 
@@ -82,7 +87,58 @@ class _Confinement:
             return False
         escaping = {binding for binding in bound if not self._plain_binding(binding) and not self._all_reads_rebound(binding)}
         local = {binding for binding in bound - escaping if self._fresh_inside(binding)}
-        return not escaping and all(self._keeps_nothing(node, local) for node in self.inside)
+        return self._reach_nothing_after(escaping) and all(self._keeps_nothing(node, local) for node in self.inside)
+
+    # Values read after the loop.
+
+    def _reach_nothing_after(self, escaping: Set[Binding]) -> bool:
+        """Whether the loop's values read after it (``acc`` of ``acc += metric(out, y)``, then
+        ``acc = acc / n``), and every name of the scope bound from them, are read only where they
+        can reach no backward pass and nothing that outlives the function (:meth:`_harmless_read`)."""
+        reached = set(escaping)
+        pending = list(escaping)
+        while pending:
+            for use in self.model.uses(pending.pop()):
+                if not isinstance(use.ctx, ast.Load) or id(use) in self.inside_ids:
+                    continue
+                bound = self._harmless_read(use)
+                if bound is None:
+                    return False
+                pending.extend(binding for binding in bound if binding not in reached)
+                reached.update(bound)
+        return True
+
+    def _harmless_read(self, use: ast.Name) -> Optional[List[Binding]]:
+        """Where a read of a value that may carry history reaches no backward pass: as an operand or
+        an argument of calls that keep nothing (not autograd's entry points) in an expression
+        statement (``print(acc)``), the test of an ``if`` or ``while``, or the value of an
+        assignment to plain names of the scope — whose bindings are returned, to be followed in
+        turn; read for a Python value or metadata (``acc.item()``, ``acc.shape``), it is done. Never
+        the receiver of any other method (``.backward()``, ``.add_()``), returned, yielded, stored
+        in an attribute or item, or read in a lambda or a comprehension (which may run later)."""
+        node: ast.AST = use
+        while not isinstance(node, ast.stmt):
+            parent = self.model.parent(node)
+            if parent is None or isinstance(parent, (*UNTRACKED_EXPRESSIONS, *COMPREHENSION_NODES)):
+                return None
+            if isinstance(parent, ast.Attribute):
+                return [] if parent.attr in HISTORY_FREE_METHODS | TENSOR_METADATA_ATTRIBUTES else None
+            if isinstance(parent, ast.Call) and (
+                node is parent.func or self.model.resolved_names(parent.func) & AUTOGRAD_ENTRY_POINTS
+                or not self._call_keeps_nothing(parent, set())
+            ):
+                return None
+            node = parent
+        if isinstance(node, (ast.Expr, ast.If, ast.While)):
+            return []
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            elements = [element for target in targets for element in _elements(target)]
+            if not all(isinstance(element, ast.Name) for element in elements):
+                return None
+            bound = [self.model.scope_at(element).resolve(cast(ast.Name, element).id) for element in elements]
+            return bound if all(binding.scope is self.scope for binding in bound) else None
+        return None
 
     def _keeps_nothing(self, node: ast.AST, local: Set[Binding]) -> bool:
         """Whether ``node`` hands nothing that may carry history to a place that outlives the loop."""
@@ -94,7 +150,7 @@ class _Confinement:
             exc = node.exc
             return isinstance(exc, ast.Name) or (isinstance(exc, ast.Call) and all(map(self._plain, argument_values(exc))))
         if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and not self._plain(node.value):
-            return self._local(node.target, local)
+            return self._local(node.target, local) or self._started_plain(node.target)
         if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, ast.Store):
             statement = self.model.parent(node)
             while statement is not None and isinstance(statement, (ast.Tuple, ast.List, ast.Starred)):
@@ -145,6 +201,29 @@ class _Confinement:
             ):
                 return False
         return True
+
+    def _started_plain(self, target: ast.Name) -> bool:
+        """Whether ``acc`` of ``acc += metric(out, y)`` is a total that only ever starts from a
+        Python value (``acc = 0.``) and is otherwise bound only by ``+=`` and arithmetic (``acc =
+        acc / n``), which makes a new object: the tensor it may become is made by the additions
+        themselves, so adding in place changes no object bound anywhere else (where it goes after
+        the loop is :meth:`_reach_nothing_after`'s)."""
+        binding = self.model.scope_at(target).resolve(target.id)
+        if binding.name in binding.scope.parameters:
+            return False
+        started = False
+        for use in self.model.uses(binding):
+            if isinstance(use.ctx, ast.Load) or _augmented_target(self.model, use):
+                continue
+            statement = self.model.parent(use)
+            if not (isinstance(statement, ast.Assign) and statement.targets == [use]):
+                return False
+            if isinstance(statement.value, (ast.BinOp, ast.UnaryOp)) and not _python_number(statement.value):
+                continue
+            if not _python_number(statement.value):
+                return False
+            started = True
+        return started
 
     def _local(self, target: ast.expr, local: Set[Binding]) -> bool:
         """Whether ``target`` (``kept`` in ``kept.append(x)``, ``kept[k]``, ``kept.x``) is a container
@@ -296,6 +375,13 @@ class _Confinement:
         plain = bool(returns) and all(node.value is not None and self._plain(node.value) for node in returns)
         self._depth -= 1
         return plain
+
+
+def _python_number(value: ast.expr) -> bool:
+    """A number the code spells (``0``, ``0.``, ``-1.0``)."""
+    if isinstance(value, ast.UnaryOp) and isinstance(value.op, (ast.USub, ast.UAdd)):
+        value = value.operand
+    return isinstance(value, ast.Constant) and type(value.value) in (int, float)
 
 
 def _counts(iterable: ast.expr) -> bool:
