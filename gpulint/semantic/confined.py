@@ -87,14 +87,18 @@ class _Confinement:
             return False
         escaping = {binding for binding in bound if not self._plain_binding(binding) and not self._all_reads_rebound(binding)}
         local = {binding for binding in bound - escaping if self._fresh_inside(binding)}
-        return self._reach_nothing_after(escaping) and all(self._keeps_nothing(node, local) for node in self.inside)
+        return (
+            all(map(self._a_plain_started_total, escaping)) and self._reach_nothing_after(escaping)
+            and all(self._keeps_nothing(node, local) for node in self.inside)
+        )
 
     # Values read after the loop.
 
     def _reach_nothing_after(self, escaping: Set[Binding]) -> bool:
-        """Whether the loop's values read after it (``acc`` of ``acc += metric(out, y)``, then
-        ``acc = acc / n``), and every name of the scope bound from them, are read only where they
-        can reach no backward pass and nothing that outlives the function (:meth:`_harmless_read`)."""
+        """Whether the loop's totals read after it (``acc`` of ``acc += metric(out, y)``, then
+        ``acc = acc / n``: :meth:`_a_plain_started_total`), and every name of the scope bound from
+        them, are read only where they can reach no backward pass and nothing that outlives the
+        function (:meth:`_harmless_read`)."""
         reached = set(escaping)
         pending = list(escaping)
         while pending:
@@ -150,7 +154,9 @@ class _Confinement:
             exc = node.exc
             return isinstance(exc, ast.Name) or (isinstance(exc, ast.Call) and all(map(self._plain, argument_values(exc))))
         if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and not self._plain(node.value):
-            return self._local(node.target, local) or self._started_plain(node.target)
+            return self._local(node.target, local) or self._a_plain_started_total(
+                self.model.scope_at(node.target).resolve(node.target.id)
+            )
         if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, ast.Store):
             statement = self.model.parent(node)
             while statement is not None and isinstance(statement, (ast.Tuple, ast.List, ast.Starred)):
@@ -202,13 +208,12 @@ class _Confinement:
                 return False
         return True
 
-    def _started_plain(self, target: ast.Name) -> bool:
+    def _a_plain_started_total(self, binding: Binding) -> bool:
         """Whether ``acc`` of ``acc += metric(out, y)`` is a total that only ever starts from a
         Python value (``acc = 0.``) and is otherwise bound only by ``+=`` and arithmetic (``acc =
         acc / n``), which makes a new object: the tensor it may become is made by the additions
         themselves, so adding in place changes no object bound anywhere else (where it goes after
         the loop is :meth:`_reach_nothing_after`'s)."""
-        binding = self.model.scope_at(target).resolve(target.id)
         if binding.name in binding.scope.parameters:
             return False
         started = False
