@@ -65,3 +65,18 @@ def test_a_method_inherited_from_a_redefined_base_is_the_last_definitions():
     call = next(n for n in ast.walk(model.tree) if isinstance(n, ast.Call))
     callee = model.callee(call)
     assert callee is not None and callee.node.lineno == 6
+
+
+def test_a_base_is_the_class_of_its_name_when_the_subclass_is_defined():
+    model = _model(
+        """
+        import torch.nn as nn
+        class Base:
+            pass
+        class Net(Base):
+            pass
+        class Base(nn.Module):
+            pass
+        """
+    )
+    assert ("Net", 5) not in _class_names(model)

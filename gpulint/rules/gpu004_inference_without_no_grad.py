@@ -19,7 +19,7 @@ from gpulint.semantic.backward import backpropagated_functions
 from gpulint.semantic.confined import stays_inside
 from gpulint.semantic.evaluation import EvaluationFacts, ScopeFacts
 from gpulint.semantic.model import Function, SemanticModel
-from gpulint.semantic.one_example import runs_one_example
+from gpulint.semantic.one_example import keeps_activations, runs_one_example
 from gpulint.semantic.survey import ast_dotted_name
 from gpulint.semantic.torch_api import FORWARD_METHODS, MODULE_METHODS, TENSOR_METADATA_ATTRIBUTES, TENSOR_SHAPE_METHODS
 
@@ -305,10 +305,18 @@ def _handed_to_an_objects_method(model: SemanticModel, node: ast.expr) -> bool:
     )
 
 
+PRINT = "print"
+LENGTH = "len"
+
+
 def _a_shape_check(model: SemanticModel, call: ast.Call) -> bool:
-    """A forward call whose outputs are read only for their metadata: ``print(net(x).shape)``, or
-    ``out, aux = net(x)`` and then only ``out.shape``, ``aux.size(1)``, ``len(out)`` (a model file's
-    ``__main__`` self-test). Nothing of the result is used, so its graph is worth nothing to anyone."""
+    """A forward call, outside any loop, whose outputs are only printed or asserted on for their
+    metadata: ``print(net(x).shape)``, or ``out, aux = net(x)`` and then only ``print(out.shape)``,
+    ``print(aux.size(1))``, ``print(len(out))``, ``assert out[0].shape == ...`` (a model file's
+    ``__main__`` self-test), in a module whose models keep nothing of a forward pass elsewhere (no
+    hook, no model storing on its instance). Nothing of the result is used."""
+    if model.in_loop(call) or keeps_activations(model):
+        return False
     parent = model.parent(call)
     if isinstance(parent, ast.Assign) and parent.value is call and len(parent.targets) == 1:
         names = [parent.targets[0]] if isinstance(parent.targets[0], ast.Name) else (
@@ -316,29 +324,57 @@ def _a_shape_check(model: SemanticModel, call: ast.Call) -> bool:
         )
         if not names or not all(isinstance(name, ast.Name) for name in names):
             return False
-        reads = [
-            use for name in names if isinstance(name, ast.Name)
-            for use in model.uses(model.scope_at(name).resolve(name.id)) if isinstance(use.ctx, ast.Load)
-        ]
-        return bool(reads) and all(_metadata_read(model, read) for read in reads)
-    return _metadata_read(model, call)
+        bindings = [model.scope_at(name).resolve(name.id) for name in names if isinstance(name, ast.Name)]
+        if any(binding.name in binding.scope.globals | binding.scope.nonlocals for binding in bindings):
+            return False
+        reads = [use for binding in bindings for use in model.uses(binding) if isinstance(use.ctx, ast.Load)]
+        return bool(reads) and all(_shown_metadata(model, read) for read in reads)
+    return _shown_metadata(model, call)
 
 
-def _metadata_read(model: SemanticModel, value: ast.expr) -> bool:
-    """``value.shape``, ``value.size(1)``, ``len(value)``, of ``value`` or an item of it
-    (``value[0].shape``): a read of what a tensor is, not of its values."""
+def _shown_metadata(model: SemanticModel, value: ast.expr) -> bool:
+    """``value.shape``, ``value.size(1)``, ``len(value)``, of ``value`` or an item of it at a
+    constant index (``value[0].shape``), printed or asserted on: a look at what a tensor is, not
+    at its values."""
+    read = _metadata_read(model, value)
+    if read is None:
+        return False
+    node: ast.AST = read
+    while not isinstance(node, ast.stmt):
+        parent = model.parent(node)
+        if parent is None:
+            return False
+        if isinstance(parent, ast.Call) and node is not parent.func and _builtin(model, parent.func, PRINT):
+            statement = model.parent(parent)
+            return isinstance(statement, ast.Expr) and statement.value is parent
+        node = parent
+    return isinstance(node, ast.Assert)
+
+
+def _metadata_read(model: SemanticModel, value: ast.expr) -> Optional[ast.expr]:
+    """The expression reading ``value``'s metadata, or None."""
     parent = model.parent(value)
     if isinstance(parent, ast.Subscript) and parent.value is value:
-        return _metadata_read(model, parent)
+        constant = isinstance(parent.slice, ast.Constant) and isinstance(parent.slice.value, int)
+        return _metadata_read(model, parent) if constant else None
     if isinstance(parent, ast.Attribute) and parent.value is value:
         if parent.attr in TENSOR_METADATA_ATTRIBUTES:
-            return True
+            return parent
         method_call = model.parent(parent)
-        return parent.attr in TENSOR_SHAPE_METHODS and isinstance(method_call, ast.Call) and method_call.func is parent
-    return (
-        isinstance(parent, ast.Call) and parent.args == [value] and not parent.keywords and isinstance(parent.func, ast.Name)
-        and parent.func.id == "len" and "len" not in model.root.bound
-    )
+        if parent.attr in TENSOR_SHAPE_METHODS and isinstance(method_call, ast.Call) and method_call.func is parent:
+            return method_call
+        return None
+    if isinstance(parent, ast.Call) and parent.args == [value] and not parent.keywords and _builtin(model, parent.func, LENGTH):
+        return parent
+    return None
+
+
+def _builtin(model: SemanticModel, func: ast.expr, name: str) -> bool:
+    """Whether ``func`` is the builtin ``name``: no scope of the module binds it."""
+    if not (isinstance(func, ast.Name) and func.id == name):
+        return False
+    binding = model.scope_at(func).resolve(name)
+    return name not in binding.scope.bound and name not in model.names_bound_otherwise
 
 
 def _builds_a_graph_on_the_gpu(model: SemanticModel, facts: EvaluationFacts, call: ast.Call) -> bool:

@@ -26,7 +26,6 @@ from gpulint.semantic.model import Function, SemanticModel
 from gpulint.semantic.scopes import COMPREHENSIONS, Binding
 from gpulint.semantic.survey import argument_values, own_nodes
 from gpulint.semantic.torch_api import (
-    AUTOGRAD_ENTRY_POINTS,
     DEVICE_KEEPING_TENSOR_METHODS,
     HISTORY_FREE_METHODS,
     LAYOUT_METHODS,
@@ -55,6 +54,8 @@ UNTRACKED_EXPRESSIONS = (ast.Lambda, ast.Yield, ast.YieldFrom, ast.Await, ast.Na
 """Expressions a value read after a loop is not followed through: it may run later, leave the
 function or bind a name on the way."""
 COMPREHENSION_NODES = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+READING_BUILTINS = frozenset({"print", "float", "int", "round", "abs", "bool", "str", "repr", "format", "len", "min", "max"})
+"""Builtins that only read what they are given and give back a Python value (or nothing)."""
 EXCLUSIVE = (ast.If, ast.Match)
 """Statements whose parts run one at a time: a value bound in one part never reaches another."""
 
@@ -96,14 +97,18 @@ class _Confinement:
 
     def _reach_nothing_after(self, escaping: Set[Binding]) -> bool:
         """Whether the loop's totals read after it (``acc`` of ``acc += metric(out, y)``, then
-        ``acc = acc / n``: :meth:`_a_plain_started_total`), and every name of the scope bound from
+        ``acc = acc / n``: :meth:`_a_plain_started_total`; a read the total is bound again before,
+        on every path from the loop, reads another value), and every name of the scope bound from
         them, are read only where they can reach no backward pass and nothing that outlives the
         function (:meth:`_harmless_read`)."""
         reached = set(escaping)
         pending = list(escaping)
         while pending:
-            for use in self.model.uses(pending.pop()):
+            binding = pending.pop()
+            for use in self.model.uses(binding):
                 if not isinstance(use.ctx, ast.Load) or id(use) in self.inside_ids:
+                    continue
+                if binding in escaping and self._rebound_before(use):
                     continue
                 bound = self._harmless_read(use)
                 if bound is None:
@@ -114,12 +119,14 @@ class _Confinement:
 
     def _harmless_read(self, use: ast.Name) -> Optional[List[Binding]]:
         """Where a read of a value that may carry history reaches no backward pass: as an operand or
-        an argument of calls that keep nothing (not autograd's entry points) in an expression
-        statement (``print(acc)``), the test of an ``if`` or ``while``, or the value of an
-        assignment to plain names of the scope — whose bindings are returned, to be followed in
-        turn; read for a Python value or metadata (``acc.item()``, ``acc.shape``), it is done. Never
-        the receiver of any other method (``.backward()``, ``.add_()``), returned, yielded, stored
-        in an attribute or item, or read in a lambda or a comprehension (which may run later)."""
+        an argument of builtins that only read (``print``, ``float``) in an expression statement
+        (``print(acc)``), the test of an ``if`` or ``while``, or the value of an assignment to plain
+        names of the scope — whose bindings are returned, to be followed in turn; read for a Python
+        value or metadata (``acc.item()``, ``acc.shape``) or formatted into a string (``f"{acc}"``,
+        ``"%.4f" % acc``, ``"{}".format(acc)``), it is done. Never an argument of any other call (a
+        helper of the module, an ``accelerator.backward``), the receiver of any other method
+        (``.backward()``, ``.add_()``), returned, yielded, stored in an attribute or item, or read in
+        a lambda or a comprehension (which may run later)."""
         node: ast.AST = use
         while not isinstance(node, ast.stmt):
             parent = self.model.parent(node)
@@ -127,10 +134,9 @@ class _Confinement:
                 return None
             if isinstance(parent, ast.Attribute):
                 return [] if parent.attr in HISTORY_FREE_METHODS | TENSOR_METADATA_ATTRIBUTES else None
-            if isinstance(parent, ast.Call) and (
-                node is parent.func or self.model.resolved_names(parent.func) & AUTOGRAD_ENTRY_POINTS
-                or not self._call_keeps_nothing(parent, set())
-            ):
+            if _formats(parent):
+                return []
+            if isinstance(parent, ast.Call) and (node is parent.func or not self._reading_builtin(parent.func)):
                 return None
             node = parent
         if isinstance(node, (ast.Expr, ast.If, ast.While)):
@@ -207,6 +213,14 @@ class _Confinement:
             ):
                 return False
         return True
+
+    def _reading_builtin(self, func: ast.expr) -> bool:
+        """A builtin that only reads what it is given and returns a Python value or nothing
+        (``print``, ``float``, ``round``), which no scope of the module rebinds."""
+        if not (isinstance(func, ast.Name) and func.id in READING_BUILTINS):
+            return False
+        binding = self.model.scope_at(func).resolve(func.id)
+        return func.id not in binding.scope.bound and func.id not in self.model.names_bound_otherwise
 
     def _a_plain_started_total(self, binding: Binding) -> bool:
         """Whether ``acc`` of ``acc += metric(out, y)`` is a total that only ever starts from a
@@ -380,6 +394,18 @@ class _Confinement:
         plain = bool(returns) and all(node.value is not None and self._plain(node.value) for node in returns)
         self._depth -= 1
         return plain
+
+
+def _formats(node: ast.AST) -> bool:
+    """An f-string, ``"..." % values`` or ``"...".format(...)``: whatever goes in comes out a string."""
+    if isinstance(node, (ast.JoinedStr, ast.FormattedValue)):
+        return True
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+        return isinstance(node.left, ast.Constant) and isinstance(node.left.value, str)
+    return (
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format"
+        and isinstance(node.func.value, ast.Constant) and isinstance(node.func.value.value, str)
+    )
 
 
 def _python_number(value: ast.expr) -> bool:

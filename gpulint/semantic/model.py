@@ -109,6 +109,11 @@ MODEL_BASES = frozenset({
 :func:`torch_api.is_module_constructor`'s)."""
 
 
+OTHER_BINDINGS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.alias, ast.ExceptHandler, ast.MatchAs,
+                  ast.MatchStar, ast.MatchMapping)
+"""Statements and patterns that bind a name other than by assigning it."""
+
+
 class SemanticModel(Survey):
     """Every fact about one module that rules share, each computed on first use."""
 
@@ -235,16 +240,22 @@ class SemanticModel(Survey):
         return frozenset(found)
 
     def defined_class(self, node: ast.expr) -> Optional[ast.ClassDef]:
-        """The class of the module a base name refers to, by binding: the last ``class`` of that
-        name in the binding's scope, as :meth:`definition` takes the last ``def``."""
+        """The class of the module a name refers to, by binding: of the ``class`` statements of that
+        name in the binding's scope, the last one before the name where the scope itself reads it
+        (a base is read when its subclass is defined), else the last one, as :meth:`definition`
+        takes the last ``def`` (a function's body runs later)."""
         if not isinstance(node, ast.Name):
             return None
-        definition = self.scope_at(node).resolve(node.id)
-        found: Optional[ast.ClassDef] = None
-        for child in definition.scope.children:
-            if isinstance(child.node, ast.ClassDef) and child.node.name == node.id:
-                found = child.node
-        return found
+        scope = self.scope_at(node)
+        definition = scope.resolve(node.id)
+        classes = [
+            child.node for child in definition.scope.children
+            if isinstance(child.node, ast.ClassDef) and child.node.name == node.id
+        ]
+        if scope is definition.scope or scope.is_class:
+            before = [cls for cls in classes if (cls.lineno, cls.col_offset) < (node.lineno, node.col_offset)]
+            return before[-1] if before else None
+        return classes[-1] if classes else None
 
     @property
     def all_functions(self) -> List[Function]:
@@ -335,6 +346,18 @@ class SemanticModel(Survey):
             for local, names in table.bindings.items():
                 found.setdefault(scope.resolve(local), set()).update(names)
         return found
+
+    @cached_property
+    def names_bound_otherwise(self) -> FrozenSet[str]:
+        """The names the module binds anywhere other than by assigning them: by a ``def``, a class,
+        an import, an ``except ... as`` or a ``match`` pattern (which bind no ``Name`` node)."""
+        found: Set[str] = set()
+        for node in ast.walk(self.tree):
+            if isinstance(node, OTHER_BINDINGS):
+                bound = getattr(node, "asname", None) or getattr(node, "name", None) or getattr(node, "rest", None)
+                if bound is not None:
+                    found.update({str(bound), str(bound).split(".")[0]})
+        return frozenset(found)
 
     @cached_property
     def _bound_otherwise(self) -> Set[Binding]:

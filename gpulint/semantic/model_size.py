@@ -15,7 +15,7 @@ import math
 from typing import Callable, Dict, FrozenSet, List, Optional, Set, Tuple, TypeVar, Union
 
 from gpulint.semantic.confined import CONTAINER_MUTATORS
-from gpulint.semantic.model import Function, SemanticModel
+from gpulint.semantic.model import OTHER_BINDINGS, Function, SemanticModel
 from gpulint.semantic.scopes import Binding
 from gpulint.semantic.survey import ast_dotted_name, module_of
 from gpulint.semantic.torch_api import (
@@ -99,11 +99,6 @@ PART_METHODS = frozenset({
 
 READING_BUILTINS = frozenset({"print", "len", "str", "repr", "type", "isinstance", "id", "next", "iter", "sum", "display"})
 """Builtins (and a notebook's ``display``) that only read what they are given."""
-OTHER_BINDINGS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.alias, ast.ExceptHandler, ast.MatchAs,
-                  ast.MatchStar, ast.MatchMapping)
-"""Statements and patterns that bind a name other than by assigning it."""
-
-
 def always_a_toy(model: SemanticModel, binding: Binding) -> bool:
     """Whether every binding of a name (one at least) assigns a toy network (:func:`is_toy`), or the
     same name moved, put in a mode or wrapped (``net = net.to(device)``, ``net =
@@ -111,7 +106,7 @@ def always_a_toy(model: SemanticModel, binding: Binding) -> bool:
     (:func:`_grown`). A parameter, an
     import, a global or any other kind of binding of the name is not known to be a toy."""
     scope = binding.scope
-    if binding.name in scope.parameters or binding.name in scope.globals | scope.nonlocals or _bound_otherwise(model, binding.name):
+    if binding.name in scope.parameters or binding.name in scope.globals | scope.nonlocals or binding.name in model.names_bound_otherwise:
         return False
     built = False
     for use in model.uses(binding):
@@ -154,17 +149,6 @@ def _rewraps(model: SemanticModel, wrapper: ast.Call, name: str) -> bool:
     return isinstance(parent, ast.Assign) and parent.value is value and len(parent.targets) == 1 and (
         isinstance(parent.targets[0], ast.Name) and parent.targets[0].id == name
     )
-
-
-def _bound_otherwise(model: SemanticModel, name: str) -> bool:
-    """Whether the module binds ``name`` anywhere by a ``def``, class, import, ``except`` or
-    ``match`` pattern."""
-    for node in ast.walk(model.tree):
-        if isinstance(node, OTHER_BINDINGS):
-            bound = getattr(node, "asname", None) or getattr(node, "name", None) or getattr(node, "rest", None)
-            if bound is not None and (bound == name or str(bound).split(".")[0] == name):
-                return True
-    return False
 
 
 def _grown(model: SemanticModel, use: ast.Name, seen: FrozenSet[int] = frozenset()) -> bool:
@@ -704,7 +688,7 @@ class _Evaluator:
         or ``vars()``."""
         binding = self.model.scope_at(name).resolve(name.id)
         scope = binding.scope
-        if name.id in scope.parameters or name.id in scope.globals | scope.nonlocals or _bound_otherwise(self.model, name.id):
+        if name.id in scope.parameters or name.id in scope.globals | scope.nonlocals or name.id in self.model.names_bound_otherwise:
             raise _Unknown
         if scope.is_class or self.model.imports.star_modules or _rebinds_names_unseen(self.model):
             raise _Unknown  # a class body reads the module's name until it binds its own; names rebound unseen

@@ -66,7 +66,7 @@ def runs_one_example(model: SemanticModel, function: Optional[Function], calls: 
     Python data, and lets nothing of them out (see the module's docstring)."""
     if function is None or not calls or function.scope.globals or function.scope.nonlocals:
         return False
-    if model.spells(HOOK_REGISTRATIONS) or _forward_stores_on_self(model):
+    if keeps_activations(model):
         return False
     body = [node for statement in function.node.body for node in ast.walk(statement)]
     first = min((call.lineno, call.col_offset) for call in calls)
@@ -95,6 +95,12 @@ def runs_one_example(model: SemanticModel, function: Optional[Function], calls: 
 
 def _end(node: ast.AST) -> Tuple[int, int]:
     return (getattr(node, "end_lineno", 0) or 0, getattr(node, "end_col_offset", 0) or 0)
+
+
+def keeps_activations(model: SemanticModel) -> bool:
+    """Whether a forward pass of the module's models may keep what it computes where the caller
+    does not see it: the module registers a hook, or a model class stores on its instance."""
+    return model.spells(HOOK_REGISTRATIONS) or _forward_stores_on_self(model)
 
 
 def _forward_stores_on_self(model: SemanticModel) -> bool:

@@ -14,9 +14,11 @@ from __future__ import annotations
 import ast
 import itertools
 import re
-from typing import FrozenSet, Iterable, List, Optional, Set
+from typing import Dict, FrozenSet, Iterable, List, Optional, Set
 
 from gpulint.semantic.model import CallSite, Function, SemanticModel
+from gpulint.semantic.scopes import Binding
+from gpulint.semantic.survey import ast_dotted_name
 
 UNKNOWN = "\0"
 """Stands for a part of a path the code does not spell."""
@@ -24,6 +26,8 @@ MAX_VALUES = 32
 """The most strings an expression is followed to; beyond, it is taken as unknown."""
 MAX_DEPTH = 12
 """How many names deep a path is followed."""
+MAX_LENGTH = 4096
+"""The longest string a path is followed to; beyond, it is taken as unknown."""
 PATH_JOINS = frozenset({"os.path.join", "posixpath.join", "ntpath.join"})
 PATH_KEEPERS = frozenset({
     "str", "os.path.expanduser", "os.path.abspath", "os.path.normpath", "os.path.realpath", "os.fspath",
@@ -33,6 +37,9 @@ PATH_KEEPERS = frozenset({
 PARSE_ARGUMENTS = frozenset({"parse_args"})
 ADD_ARGUMENT = "add_argument"
 CONSTRUCTOR = "__init__"
+ATTRIBUTE_SETTERS = frozenset({"setattr", "vars", "__dict__", "set_defaults"})
+"""What sets an attribute the code does not spell: ``setattr(obj, name, value)``, ``vars(obj)``,
+``obj.__dict__``, ``parser.set_defaults(x=...)``."""
 FORMAT_FIELD = re.compile(r"\{[^{}]*\}")
 PERCENT_FIELD = re.compile(r"%(\([^)]*\))?[-#0 +]*\d*(\.\d+)?[sdirfgeExXoc]")
 
@@ -54,11 +61,19 @@ def segments(path: str) -> List[str]:
 class _Paths:
     def __init__(self, model: SemanticModel) -> None:
         self.model = model
+        self._known: Dict[int, _Strings] = {}
+        """Each expression's strings once followed (a cycle or the depth bound cut on the way only
+        makes them more unknown): a name rebound from itself many times is followed once a binding."""
 
     def strings(self, node: ast.expr, following: FrozenSet[int], depth: int) -> _Strings:
         if depth > MAX_DEPTH or id(node) in following:
             return _UNKNOWN_ONLY
-        following = following | {id(node)}
+        known = self._known.get(id(node))
+        if known is None:
+            known = self._known[id(node)] = self._strings(node, following | {id(node)}, depth)
+        return known
+
+    def _strings(self, node: ast.expr, following: FrozenSet[int], depth: int) -> _Strings:
         if isinstance(node, ast.Constant):
             return frozenset({node.value}) if isinstance(node.value, str) else _UNKNOWN_ONLY
         if isinstance(node, ast.JoinedStr):
@@ -105,7 +120,7 @@ class _Paths:
         return _UNKNOWN_ONLY
 
     def _name(self, node: ast.Name, following: FrozenSet[int], depth: int) -> _Strings:
-        if self.model.resolved_names(node):
+        if self.model.resolved_names(node) or node.id in self.model.names_bound_otherwise:
             return _UNKNOWN_ONLY
         binding = self.model.scope_at(node).resolve(node.id)
         values: List[_Strings] = []
@@ -135,7 +150,7 @@ class _Paths:
         function = self.model.function(definition)
         if function is None or not self.model.call_sites:
             return _UNKNOWN_ONLY
-        sites = function.calls if function.owner is None else self._constructions(function)
+        sites = self._calls(function) if function.owner is None else self._constructions(function)
         if not sites:
             return _UNKNOWN_ONLY
         arguments = function.node.args
@@ -155,13 +170,36 @@ class _Paths:
             values.append(self.strings(passed, following, depth + 1) if passed is not None else _UNKNOWN_ONLY)
         return self._union(values)
 
+    def _calls(self, function: Function) -> List[CallSite]:
+        """The calls of a function of the module, where its name is only ever called (not handed to
+        ``map``, aliased or stored, which calls it unseen)."""
+        scope = function.scope.parent
+        if scope is None or not self._only_called(scope.resolve(function.name)):
+            return []
+        return function.calls
+
     def _constructions(self, constructor: Function) -> List[CallSite]:
+        """The calls of the class whose ``__init__`` this is, where its name is only ever called, no
+        class of the module derives from it, and none of its methods builds another instance
+        (``cls(...)``, ``type(self)(...)``)."""
         owner = constructor.owner
-        if owner is None or constructor.name != CONSTRUCTOR or any(
+        if owner is None or constructor.name != CONSTRUCTOR or owner.scope.parent is None or any(
             self.model.defined_class(base) is owner.node for cls in self.model.nodes(ast.ClassDef) for base in cls.bases
         ):
             return []
+        if not self._only_called(owner.scope.parent.resolve(owner.node.name)) or any(
+            isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Call, ast.Attribute))
+            and (ast_dotted_name(node.func) in ("cls", "self.__class__") or (
+                isinstance(node.func, ast.Call) and ast_dotted_name(node.func.func) == "type"
+            ))
+            for node in ast.walk(owner.node)
+        ):
+            return []
         return [site for site in self.model.call_sites if self.model.defined_class(site.node.func) is owner.node]
+
+    def _only_called(self, binding: Binding) -> bool:
+        reads = [use for use in self.model.uses(binding) if isinstance(use.ctx, ast.Load)]
+        return all(_called(self.model.parent(read), read) for read in reads)
 
     def _attribute(self, node: ast.Attribute, following: FrozenSet[int], depth: int) -> _Strings:
         """``self.x``, by every plain assignment of ``x`` on the instance in the module's methods of
@@ -170,18 +208,55 @@ class _Paths:
         if place is not None and place.binding.name == "self" and place.binding.scope.is_class and place.path.count(".") == 1:
             stores = [
                 other for other in self.model.nodes(ast.Attribute)
-                if not isinstance(other.ctx, ast.Load) and self.model.place(other) == place
+                if not isinstance(other.ctx, ast.Load) and other.attr == node.attr
             ]
+            owner = place.binding.scope.node
+            stores = [store for store in stores if not self._on_another_class(store, owner)]
+            if self._sets_attributes_unseen() or any(self.model.place(store) != place for store in stores):
+                return _UNKNOWN_ONLY
             values = [self._assigned_to(store) for store in stores]
             return self._union(
                 self.strings(value, following, depth + 1) if value is not None else _UNKNOWN_ONLY for value in values
             ) if values else _UNKNOWN_ONLY
         return self._argument_default(node, following, depth)
 
+    def _on_another_class(self, store: ast.Attribute, owner: ast.AST) -> bool:
+        """Whether ``store`` sets an attribute on ``self`` in a class that is not ``owner`` and does
+        not derive from it (another object, whatever its attribute's name)."""
+        stored = self.model.place(store)
+        if stored is None or stored.binding.name != "self" or not stored.binding.scope.is_class:
+            return False
+        return not self._derives_from(stored.binding.scope.node, owner, frozenset())
+
+    def _derives_from(self, cls: ast.AST, owner: ast.AST, seen: FrozenSet[int]) -> bool:
+        if cls is owner:
+            return True
+        if not isinstance(cls, ast.ClassDef) or id(cls) in seen:
+            return False
+        for base in cls.bases:
+            defined = self.model.defined_class(base)
+            if defined is None and not isinstance(base, ast.Name):
+                return True  # a base the module does not define may be anything, even a subclass
+            if defined is not None and self._derives_from(defined, owner, seen | {id(cls)}):
+                return True
+        return False
+
+    def _sets_attributes_unseen(self) -> bool:
+        """Whether the module may set an attribute by name: ``setattr``, ``vars(...)``,
+        ``__dict__``, or an argument parser's ``set_defaults``."""
+        return any(
+            (isinstance(node, ast.Name) and node.id in ATTRIBUTE_SETTERS)
+            or (isinstance(node, ast.Attribute) and node.attr in ATTRIBUTE_SETTERS)
+            for node in ast.walk(self.model.tree)
+        )
+
     def _argument_default(self, node: ast.Attribute, following: FrozenSet[int], depth: int) -> _Strings:
-        """``args.x`` where every binding of ``args`` is what ``parse_args()`` returns: the default
-        of the one ``add_argument`` of the module whose destination is ``x``."""
-        if not isinstance(node.value, ast.Name) or not self._parsed_arguments(node.value):
+        """``args.x`` where every binding of ``args`` is what ``parse_args()`` returns, nothing
+        assigns ``x`` on any object nor sets attributes by name: the default of the one
+        ``add_argument`` of the module whose destination is ``x``."""
+        if not isinstance(node.value, ast.Name) or not self._parsed_arguments(node.value) or self._sets_attributes_unseen():
+            return _UNKNOWN_ONLY
+        if any(not isinstance(other.ctx, ast.Load) and other.attr == node.attr for other in self.model.nodes(ast.Attribute)):
             return _UNKNOWN_ONLY
         declarations = [call for call in self.model.nodes(ast.Call) if _destination(call) == node.attr]
         if len(declarations) != 1:
@@ -216,9 +291,13 @@ def _product(parts: List[_Strings], separator: str) -> _Strings:
     size = 1
     for part in parts:
         size *= len(part)
-    if size > MAX_VALUES:
+    if size > MAX_VALUES or sum(max(map(len, part), default=0) + len(separator) for part in parts) > MAX_LENGTH:
         return _UNKNOWN_ONLY
     return frozenset(separator.join(combination) for combination in itertools.product(*parts))
+
+
+def _called(parent: Optional[ast.AST], read: ast.Name) -> bool:
+    return isinstance(parent, ast.Call) and parent.func is read
 
 
 def _parses_arguments(value: Optional[ast.expr]) -> bool:
