@@ -344,7 +344,9 @@ def _into_an_engine(model: SemanticModel, call: ast.Call) -> bool:
 
 
 def _always_an_engine(model: SemanticModel, binding: Binding) -> bool:
-    if binding.name in binding.scope.parameters or binding.name in binding.scope.globals | binding.scope.nonlocals:
+    if binding.name in binding.scope.parameters or binding.name in binding.scope.globals | binding.scope.nonlocals or (
+        binding.name in model.names_bound_otherwise
+    ):
         return False
     stores = [use for use in model.uses(binding) if not isinstance(use.ctx, ast.Load)]
     for store in stores:

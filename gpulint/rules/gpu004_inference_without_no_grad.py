@@ -307,6 +307,8 @@ def _handed_to_an_objects_method(model: SemanticModel, node: ast.expr) -> bool:
 
 PRINT = "print"
 LENGTH = "len"
+COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+"""Loops a forward call in an expression may run in."""
 
 
 def _a_shape_check(model: SemanticModel, call: ast.Call) -> bool:
@@ -315,7 +317,7 @@ def _a_shape_check(model: SemanticModel, call: ast.Call) -> bool:
     ``print(aux.size(1))``, ``print(len(out))``, ``assert out[0].shape == ...`` (a model file's
     ``__main__`` self-test), in a module whose models keep nothing of a forward pass elsewhere (no
     hook, no model storing on its instance). Nothing of the result is used."""
-    if model.in_loop(call) or keeps_activations(model):
+    if model.in_loop(call) or keeps_activations(model) or any(isinstance(node, COMPREHENSIONS) for node in model.ancestors(call)):
         return False
     parent = model.parent(call)
     if isinstance(parent, ast.Assign) and parent.value is call and len(parent.targets) == 1:
@@ -355,7 +357,8 @@ def _metadata_read(model: SemanticModel, value: ast.expr) -> Optional[ast.expr]:
     """The expression reading ``value``'s metadata, or None."""
     parent = model.parent(value)
     if isinstance(parent, ast.Subscript) and parent.value is value:
-        constant = isinstance(parent.slice, ast.Constant) and isinstance(parent.slice.value, int)
+        index = parent.slice.operand if isinstance(parent.slice, ast.UnaryOp) and isinstance(parent.slice.op, ast.USub) else parent.slice
+        constant = isinstance(index, ast.Constant) and isinstance(index.value, int)
         return _metadata_read(model, parent) if constant else None
     if isinstance(parent, ast.Attribute) and parent.value is value:
         if parent.attr in TENSOR_METADATA_ATTRIBUTES:

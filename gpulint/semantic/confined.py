@@ -20,7 +20,7 @@ names bound only to those in the scope.
 from __future__ import annotations
 
 import ast
-from typing import Dict, Iterator, List, Optional, Set, Tuple, cast
+from typing import Callable, Dict, Iterator, List, Optional, Set, Tuple, cast
 
 from gpulint.semantic.model import Function, SemanticModel
 from gpulint.semantic.scopes import COMPREHENSIONS, Binding
@@ -108,7 +108,7 @@ class _Confinement:
             for use in self.model.uses(binding):
                 if not isinstance(use.ctx, ast.Load) or id(use) in self.inside_ids:
                     continue
-                if binding in escaping and self._rebound_before(use):
+                if binding in escaping and self._rebound_before(use, _resets):
                     continue
                 bound = self._harmless_read(use)
                 if bound is None:
@@ -127,6 +127,8 @@ class _Confinement:
         helper of the module, an ``accelerator.backward``), the receiver of any other method
         (``.backward()``, ``.add_()``), returned, yielded, stored in an attribute or item, or read in
         a lambda or a comprehension (which may run later)."""
+        if self.model.scope_at(use) is not self.scope:
+            return None
         node: ast.AST = use
         while not isinstance(node, ast.stmt):
             parent = self.model.parent(node)
@@ -138,7 +140,14 @@ class _Confinement:
                 return []
             if isinstance(parent, ast.Call) and (node is parent.func or not self._reading_builtin(parent.func)):
                 return None
+            if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id in VALUE_BUILTINS:
+                return []
             node = parent
+        if isinstance(node, ast.AugAssign) and not (
+            isinstance(node.target, ast.Name)
+            and self._a_plain_started_total(self.model.scope_at(node.target).resolve(node.target.id))
+        ):
+            return None
         if isinstance(node, (ast.Expr, ast.If, ast.While)):
             return []
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
@@ -264,9 +273,11 @@ class _Confinement:
                     return False
         return True
 
-    def _rebound_before(self, use: ast.Name) -> bool:
+    def _rebound_before(self, use: ast.Name, binds: Optional[Callable[[ast.AST, str], bool]] = None) -> bool:
         """Whether every path from the loop to ``use`` binds its name again first (or none leads
-        there). A read in a lambda or a generator expression may run later: never."""
+        there), by a statement ``binds`` holds for (by default, any plain binding). A read in a
+        lambda or a generator expression may run later: never."""
+        binds = binds if binds is not None else _binds_plainly
         name = use.id
         node: ast.AST = use
         while not isinstance(node, (ast.stmt, ast.excepthandler, ast.match_case)):
@@ -286,7 +297,7 @@ class _Confinement:
             for earlier in reversed(block[:index]):
                 if id(earlier) in self.around:
                     return False
-                if _binds_plainly(earlier, name):
+                if binds(earlier, name):
                     return True
             if parent is self.scope.node:
                 return True
@@ -394,6 +405,14 @@ class _Confinement:
         plain = bool(returns) and all(node.value is not None and self._plain(node.value) for node in returns)
         self._depth -= 1
         return plain
+
+
+def _resets(statement: ast.AST, name: str) -> bool:
+    """``name = 0.``: a total started again, which holds nothing of what it held."""
+    return (
+        isinstance(statement, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in statement.targets)
+        and _python_number(statement.value)
+    )
 
 
 def _formats(node: ast.AST) -> bool:

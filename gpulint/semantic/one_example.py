@@ -39,6 +39,7 @@ from typing import List, Optional, Tuple
 from gpulint.semantic.confined import CONTAINER_MUTATORS
 from gpulint.semantic.model import Function, SemanticModel
 from gpulint.semantic.model_size import stores_on_instance
+from gpulint.semantic.survey import own_nodes
 from gpulint.semantic.torch_api import INTEGER_DTYPES, INTEGER_TENSOR_CLASSES, TENSOR_TO_PYTHON_METHODS, VALUE_BUILTINS
 
 LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
@@ -99,8 +100,33 @@ def _end(node: ast.AST) -> Tuple[int, int]:
 
 def keeps_activations(model: SemanticModel) -> bool:
     """Whether a forward pass of the module's models may keep what it computes where the caller
-    does not see it: the module registers a hook, or a model class stores on its instance."""
-    return model.spells(HOOK_REGISTRATIONS) or _forward_stores_on_self(model)
+    does not see it: the module registers a hook, or a method of a model class (but ``__init__``)
+    stores on its instance or outside itself (a global, a container it did not make)."""
+    return model.spells(HOOK_REGISTRATIONS) or _forward_stores_on_self(model) or _forward_stores_outside(model)
+
+
+def _forward_stores_outside(model: SemanticModel) -> bool:
+    """Whether a method of a model class of the module, other than ``__init__``, declares a name
+    ``global`` or ``nonlocal``, or stores into (or calls a mutator of) a value none of its own
+    names holds but ``self`` (``FEATURES.append(h)``, ``CACHE[key] = h``, a caller's ``cache``
+    parameter)."""
+    for function in model.all_functions:
+        if function.owner is None or function.name == "__init__" or function.owner.node not in model.module_classes:
+            continue
+        own = function.scope.locals() - (set(function.scope.parameters) - {function.receiver})
+        for node in own_nodes(function.node.body):
+            if isinstance(node, (ast.Global, ast.Nonlocal)):
+                return True
+            target: Optional[ast.expr] = None
+            if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, ast.Store):
+                target = node.value
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in CONTAINER_MUTATORS:
+                target = node.func.value
+            while isinstance(target, (ast.Attribute, ast.Subscript)):
+                target = target.value
+            if isinstance(target, ast.Name) and target.id not in own:
+                return True
+    return False
 
 
 def _forward_stores_on_self(model: SemanticModel) -> bool:

@@ -37,6 +37,8 @@ PATH_KEEPERS = frozenset({
 PARSE_ARGUMENTS = frozenset({"parse_args"})
 ADD_ARGUMENT = "add_argument"
 CONSTRUCTOR = "__init__"
+JOINED = "\x01"
+"""Stands for the separator ``os.path.join`` puts between its parts, until :func:`_rooted` reads them."""
 ATTRIBUTE_SETTERS = frozenset({"setattr", "vars", "__dict__", "set_defaults"})
 """What sets an attribute the code does not spell: ``setattr(obj, name, value)``, ``vars(obj)``,
 ``obj.__dict__``, ``parser.set_defaults(x=...)``."""
@@ -174,7 +176,7 @@ class _Paths:
         """The calls of a function of the module, where its name is only ever called (not handed to
         ``map``, aliased or stored, which calls it unseen)."""
         scope = function.scope.parent
-        if scope is None or not self._only_called(scope.resolve(function.name)):
+        if scope is None or function.node.decorator_list or not self._only_called(scope.resolve(function.name)):
             return []
         return function.calls
 
@@ -183,7 +185,7 @@ class _Paths:
         class of the module derives from it, and none of its methods builds another instance
         (``cls(...)``, ``type(self)(...)``)."""
         owner = constructor.owner
-        if owner is None or constructor.name != CONSTRUCTOR or owner.scope.parent is None or any(
+        if owner is None or constructor.name != CONSTRUCTOR or owner.scope.parent is None or owner.node.decorator_list or any(
             self.model.defined_class(base) is owner.node for cls in self.model.nodes(ast.ClassDef) for base in cls.bases
         ):
             return []
@@ -221,25 +223,29 @@ class _Paths:
         return self._argument_default(node, following, depth)
 
     def _on_another_class(self, store: ast.Attribute, owner: ast.AST) -> bool:
-        """Whether ``store`` sets an attribute on ``self`` in a class that is not ``owner`` and does
-        not derive from it (another object, whatever its attribute's name)."""
+        """Whether ``store`` sets an attribute on ``self`` in a class that neither is nor derives
+        from ``owner`` and that no class of the module combines with it (a mixin's method runs on
+        the combined class): another object, whatever its attribute's name."""
         stored = self.model.place(store)
         if stored is None or stored.binding.name != "self" or not stored.binding.scope.is_class:
             return False
-        return not self._derives_from(stored.binding.scope.node, owner, frozenset())
+        other = stored.binding.scope.node
+        return not any(
+            self._derives_from(cls, other, frozenset()) and self._derives_from(cls, owner, frozenset())
+            for cls in [*self.model.nodes(ast.ClassDef), other]
+        )
 
     def _derives_from(self, cls: ast.AST, owner: ast.AST, seen: FrozenSet[int]) -> bool:
+        """Whether ``cls`` is ``owner`` or derives from it through classes of the module (a class
+        another module defines cannot derive from one of this module's)."""
         if cls is owner:
             return True
         if not isinstance(cls, ast.ClassDef) or id(cls) in seen:
             return False
-        for base in cls.bases:
-            defined = self.model.defined_class(base)
-            if defined is None and not isinstance(base, ast.Name):
-                return True  # a base the module does not define may be anything, even a subclass
-            if defined is not None and self._derives_from(defined, owner, seen | {id(cls)}):
-                return True
-        return False
+        return any(
+            defined is not None and self._derives_from(defined, owner, seen | {id(cls)})
+            for defined in map(self.model.defined_class, cls.bases)
+        )
 
     def _sets_attributes_unseen(self) -> bool:
         """Whether the module may set an attribute by name: ``setattr``, ``vars(...)``,
@@ -277,7 +283,9 @@ class _Paths:
 
     @staticmethod
     def _joined(parts: List[_Strings]) -> _Strings:
-        return _product(parts, "/")
+        """``os.path.join`` and ``pathlib``'s ``/``: a part that is absolute drops the parts before
+        it, and so may a part that starts with what the code does not spell."""
+        return frozenset(_rooted(value) for value in _product(parts, JOINED))
 
     @staticmethod
     def _union(values: Iterable[_Strings]) -> _Strings:
@@ -294,6 +302,13 @@ def _product(parts: List[_Strings], separator: str) -> _Strings:
     if size > MAX_VALUES or sum(max(map(len, part), default=0) + len(separator) for part in parts) > MAX_LENGTH:
         return _UNKNOWN_ONLY
     return frozenset(separator.join(combination) for combination in itertools.product(*parts))
+
+
+def _rooted(joined: str) -> str:
+    """A joined path from its last part that is absolute (or may be: an unknown start) on."""
+    parts = joined.split(JOINED)
+    start = max((index for index, part in enumerate(parts) if part.startswith(("/", UNKNOWN))), default=0)
+    return "/".join(parts[start:])
 
 
 def _called(parent: Optional[ast.AST], read: ast.Name) -> bool:

@@ -5,8 +5,8 @@ a model zoo (the folder projects keep downloaded pretrained models in), or it is
 ``torch.hub`` names releases (``resnet50-19c8e357.pth``), or for weights converted from Caffe
 (``vgg16_caffe.pth``: a framework without torch tensors, so a conversion script wrote them). Every
 string the path may be (:func:`~gpulint.semantic.path_strings.path_strings`) must be one, and the
-module must write no such file itself with ``torch.save`` (then it is the program's own checkpoint,
-whatever its name).
+module must write no such file itself with ``torch.save``, nor any file whose path it does not
+spell in full (then it may be the program's own checkpoint, whatever its name).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def names_a_published_file(model: SemanticModel, path: ast.expr) -> bool:
         return False
     for _, _, saved in model.derived(ReadBack).saves:
         written = path_strings(model, saved) if saved is not None else frozenset({UNKNOWN})
-        if written & loaded or any(_published(value) for value in written):
+        if written & loaded or any(UNKNOWN in value or _published(value) for value in written):
             return False
     return True
 
@@ -55,14 +55,14 @@ def _published(path: str) -> bool:
 
 
 def _normalised(parts: List[str]) -> List[str]:
-    """The path's parts with ``folder/..`` taken out (an unknown part may hold any number of folders:
-    a ``..`` after one is kept as unknown)."""
+    """The path's parts with ``folder/..`` taken out; a ``..`` after an unknown part (which may hold
+    any number of folders) or at the start leaves every folder before it unknown."""
     kept: List[str] = []
     for part in parts:
         if part == ".." and kept and UNKNOWN not in kept[-1]:
             kept.pop()
         elif part == "..":
-            kept.append(UNKNOWN)
+            kept = [UNKNOWN]
         else:
             kept.append(part)
     return kept
