@@ -193,9 +193,9 @@ def _holds_no_device_tensors(model: SemanticModel, call: ast.Call) -> bool:
         return False
     if NON_TENSOR_PAYLOADS & {word.lower() for word in _words_in(loaded)}:
         return True
-    if _is_download(model, loaded) or loaded_while_built(model, call) or names_a_published_file(model, loaded):
-        return True
-    if _into_an_engine(model, call):
+    if _is_download(model, loaded) or loaded_while_built(model, call) or names_a_published_file(model, loaded) or (
+        _into_an_engine(model, call)
+    ):
         return True
     function = model.innermost_function(call)
     scope: ast.AST = function.node if function is not None else model.tree

@@ -346,7 +346,7 @@ def _shown_metadata(model: SemanticModel, value: ast.expr) -> bool:
         parent = model.parent(node)
         if parent is None:
             return False
-        if isinstance(parent, ast.Call) and node is not parent.func and _builtin(model, parent.func, PRINT):
+        if isinstance(parent, ast.Call) and node is not parent.func and model.is_builtin(parent.func, (PRINT,)):
             statement = model.parent(parent)
             return isinstance(statement, ast.Expr) and statement.value is parent
         node = parent
@@ -367,17 +367,9 @@ def _metadata_read(model: SemanticModel, value: ast.expr) -> Optional[ast.expr]:
         if parent.attr in TENSOR_SHAPE_METHODS and isinstance(method_call, ast.Call) and method_call.func is parent:
             return method_call
         return None
-    if isinstance(parent, ast.Call) and parent.args == [value] and not parent.keywords and _builtin(model, parent.func, LENGTH):
+    if isinstance(parent, ast.Call) and parent.args == [value] and not parent.keywords and model.is_builtin(parent.func, (LENGTH,)):
         return parent
     return None
-
-
-def _builtin(model: SemanticModel, func: ast.expr, name: str) -> bool:
-    """Whether ``func`` is the builtin ``name``: no scope of the module binds it."""
-    if not (isinstance(func, ast.Name) and func.id == name):
-        return False
-    binding = model.scope_at(func).resolve(name)
-    return name not in binding.scope.bound and name not in model.names_bound_otherwise
 
 
 def _builds_a_graph_on_the_gpu(model: SemanticModel, facts: EvaluationFacts, call: ast.Call) -> bool:

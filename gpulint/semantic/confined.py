@@ -138,7 +138,7 @@ class _Confinement:
                 return [] if parent.attr in HISTORY_FREE_METHODS | TENSOR_METADATA_ATTRIBUTES else None
             if _formats(parent):
                 return []
-            if isinstance(parent, ast.Call) and (node is parent.func or not self._reading_builtin(parent.func)):
+            if isinstance(parent, ast.Call) and (node is parent.func or not self.model.is_builtin(parent.func, READING_BUILTINS)):
                 return None
             if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id in VALUE_BUILTINS:
                 return []
@@ -222,14 +222,6 @@ class _Confinement:
             ):
                 return False
         return True
-
-    def _reading_builtin(self, func: ast.expr) -> bool:
-        """A builtin that only reads what it is given and returns a Python value or nothing
-        (``print``, ``float``, ``round``), which no scope of the module rebinds."""
-        if not (isinstance(func, ast.Name) and func.id in READING_BUILTINS):
-            return False
-        binding = self.model.scope_at(func).resolve(func.id)
-        return func.id not in binding.scope.bound and func.id not in self.model.names_bound_otherwise
 
     def _a_plain_started_total(self, binding: Binding) -> bool:
         """Whether ``acc`` of ``acc += metric(out, y)`` is a total that only ever starts from a

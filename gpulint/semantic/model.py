@@ -359,6 +359,14 @@ class SemanticModel(Survey):
                     found.update({str(bound), str(bound).split(".")[0]})
         return frozenset(found)
 
+    def is_builtin(self, node: ast.AST, names: Iterable[str]) -> bool:
+        """Whether ``node`` is a name of one of the builtins ``names`` that no scope of the module
+        rebinds (``print``, ``len``: not a local ``len = torch.sum``, nor a module's ``def len``)."""
+        if not (isinstance(node, ast.Name) and node.id in names):
+            return False
+        binding = self.scope_at(node).resolve(node.id)
+        return node.id not in binding.scope.bound and node.id not in self.names_bound_otherwise
+
     @cached_property
     def _bound_otherwise(self) -> Set[Binding]:
         """Bindings that something other than an import also binds (an assignment, a ``def``)."""
