@@ -283,10 +283,46 @@ def test_value_builtins_give_python_values_of_a_tensor_with_history():
     assert torch_api.VALUE_BUILTINS <= torch_api.RELEASING_BUILTINS
 
 
+RECURRENT_ARGUMENTS = {
+    "input_size": 3, "hidden_size": 5, "num_layers": 2, "nonlinearity": "relu", "bias": False, "batch_first": True,
+    "dropout": 0.5, "bidirectional": True, "proj_size": 2,
+}
+"""Distinct values for each parameter of the recurrent layers, which read ``*args`` themselves."""
+
+
 @pytest.mark.parametrize("layer", sorted(torch_api.SIZED_LAYERS))
 def test_sized_layers_take_their_arguments_in_that_order(layer):
     _, positional = torch_api.SIZED_LAYERS[layer]
-    assert list(inspect.signature(getattr(nn, layer)).parameters)[:len(positional)] == list(positional)
+    parameters = inspect.signature(getattr(nn, layer)).parameters
+    if any(parameter.kind is inspect.Parameter.VAR_POSITIONAL for parameter in parameters.values()):
+        built = getattr(nn, layer)(*[RECURRENT_ARGUMENTS[name] for name in positional])
+        assert {name: getattr(built, name) for name in positional} == {name: RECURRENT_ARGUMENTS[name] for name in positional}
+        assert layer in torch_api.RECURRENT_GATES
+        return
+    assert list(parameters)[:len(positional)] == list(positional)
+
+
+def test_recurrent_gates_are_the_rows_of_each_weight():
+    for layer, gates in torch_api.RECURRENT_GATES.items():
+        assert getattr(nn, layer)(3, 5).weight_ih_l0.shape == (gates * 5, 3)
+
+
+def test_resizing_names_are_torch_resizing_functions_and_layers():
+    """Of ``torch.nn`` and ``torch.nn.functional``, exactly the layers and functions that resize
+    their input by a scale or to a size are taken for resizing."""
+    found = {
+        f"{module.__name__}.{name}" for module in (nn, nn.functional) for name in dir(module)
+        if not name.startswith("_") and torch_api.resizes_images(f"{module.__name__}.{name}")
+    }
+    assert found == {
+        "torch.nn.Upsample", "torch.nn.UpsamplingBilinear2d", "torch.nn.UpsamplingNearest2d",
+        "torch.nn.functional.interpolate", "torch.nn.functional.upsample", "torch.nn.functional.upsample_bilinear",
+        "torch.nn.functional.upsample_nearest",
+    }
+    assert all(torch_api.resizes_images(f"torchvision.transforms.{name}") for name in (
+        "Resize", "RandomResizedCrop", "Scale", "RandomSizedCrop", "functional.resize", "functional.resized_crop", "v2.Resize",
+    ))
+    assert not any(torch_api.resizes_images(f"torchvision.transforms.{name}") for name in ("ToTensor", "Normalize", "RandomCrop", "CenterCrop"))
 
 
 SIZED_EXAMPLES = [
@@ -299,6 +335,8 @@ SIZED_EXAMPLES = [
     "nn.ModuleList([nn.Embedding(4, 2), nn.Conv1d(2, 2, 1)])",
     "nn.Parameter(torch.randn(3, 4))", "nn.Parameter(torch.zeros((2, 5)))", "nn.DataParallel(nn.Linear(7, 5))",
     "nn.Parameter(data=torch.randn(2, 3, requires_grad=True, dtype=torch.float))",
+    "nn.LSTM(7, 5)", "nn.LSTM(7, 5, 2, bidirectional=True)", "nn.GRU(4, 3, 3, False)", "nn.GRU(4, 3, num_layers=2, batch_first=True)",
+    "nn.RNN(4, 6, 2, 'relu', True, True, 0.0, True)", "nn.RNN(4, 6, bias=False)",
 ]
 
 

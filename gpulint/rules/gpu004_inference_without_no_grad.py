@@ -20,6 +20,7 @@ from gpulint.semantic.confined import stays_inside
 from gpulint.semantic.evaluation import EvaluationFacts, ScopeFacts
 from gpulint.semantic.model import Function, SemanticModel
 from gpulint.semantic.one_example import keeps_activations, runs_one_example
+from gpulint.semantic.tiny_batches import on_tiny_images
 from gpulint.semantic.survey import ast_dotted_name
 from gpulint.semantic.torch_api import FORWARD_METHODS, MODULE_METHODS, TENSOR_METADATA_ATTRIBUTES, TENSOR_SHAPE_METHODS
 
@@ -95,7 +96,10 @@ class InferenceWithoutNoGrad(Rule):
             ) else []
             if program_calls:
                 forward = sorted([*forward, *program_calls], key=lambda call: (call.lineno, call.col_offset))
-            calls = [call for call in forward if _builds_a_graph_on_the_gpu(model, facts, call) and not _a_shape_check(model, call)]
+            calls = [
+                call for call in forward
+                if _builds_a_graph_on_the_gpu(model, facts, call) and not _a_shape_check(model, call) and not on_tiny_images(model, call)
+            ]
             if not calls or (scope.function is not None and (
                 scope.function in model.runs_without_grad or _forward_of_a_model(model, scope.function)
                 or _only_handed_over(model, scope.function)

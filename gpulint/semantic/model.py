@@ -359,6 +359,24 @@ class SemanticModel(Survey):
                     found.update({str(bound), str(bound).split(".")[0]})
         return frozenset(found)
 
+    @cached_property
+    def _bindings_made_otherwise(self) -> FrozenSet[Binding]:
+        found: Set[Binding] = set()
+        for node in ast.walk(self.tree):
+            if isinstance(node, OTHER_BINDINGS):
+                bound = getattr(node, "asname", None) or getattr(node, "name", None) or getattr(node, "rest", None)
+                if bound is not None:
+                    where = self.parent(node) if isinstance(node, ast.alias) else node
+                    where = where if where is not None else node
+                    found.add(self.scope_at(where).resolve(str(bound).split(".")[0]))
+        return frozenset(found)
+
+    def bound_otherwise(self, binding: Binding) -> bool:
+        """Whether ``binding`` is also made other than by assigning its name (see
+        :attr:`names_bound_otherwise`, which goes by spelling): a function's local ``data`` is not
+        the module's ``from torch.utils import data``."""
+        return binding in self._bindings_made_otherwise
+
     def is_builtin(self, node: ast.AST, names: Iterable[str]) -> bool:
         """Whether ``node`` is a name of one of the builtins ``names`` that no scope of the module
         rebinds (``print``, ``len``: not a local ``len = torch.sum``, nor a module's ``def len``)."""

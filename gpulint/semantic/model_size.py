@@ -21,11 +21,14 @@ from gpulint.semantic.survey import ast_dotted_name, module_of
 from gpulint.semantic.torch_api import (
     LITERAL_TENSOR, MODULE_CONTAINERS, MODULE_RETURNING_METHODS,
     MODULE_WRAPPERS, PARAMETER_FREE_LAYERS, RANGE_FUNCTION, SHAPE_FACTORIES, SHAPE_KEEPING_FUNCTIONS, SHAPE_KEEPING_METHODS,
-    SIZED_LAYERS, STACKING_FUNCTION, TENSOR_OPTIONS, TENSOR_SHAPE_METHODS, TENSOR_TO_PYTHON_METHODS, nn_class_name,
+    RECURRENT_GATES, SIZED_LAYERS, STACKING_FUNCTION, TENSOR_OPTIONS, TENSOR_SHAPE_METHODS, TENSOR_TO_PYTHON_METHODS, nn_class_name,
 )
 
 TOY_SIZE = 100_000
 """The most elements a toy's state dict holds: 400 KB in float32, nothing a GPU notices."""
+SMALL_NETWORK = 1_000_000
+"""The most elements a small network's state dict holds (a course's MNIST or CIFAR classifier):
+4 MB in float32."""
 MODULE_BASE = "torch.nn.Module"
 PARAMETER = "torch.nn.Parameter"
 BUFFER_REGISTRATION = "register_buffer"
@@ -55,6 +58,15 @@ def is_toy(model: SemanticModel, value: ast.expr) -> bool:
     the one a checkpoint was saved from."""
     size = state_dict_size(model, value)
     return size is not None and 0 < size <= TOY_SIZE
+
+
+def spelled_value(model: SemanticModel, node: ast.expr) -> Value:
+    """The value of an expression the code spells as constants (``batch_size = 64``,
+    ``28 * 28``), through names bound once (see :meth:`_Evaluator.value`), or None."""
+    try:
+        return _Evaluator(model).value(node, {})
+    except _Unknown:
+        return None
 
 
 def payload_size(model: SemanticModel, value: ast.expr, load: Optional[ast.AST] = None) -> Optional[int]:
@@ -100,11 +112,17 @@ PART_METHODS = frozenset({
 READING_BUILTINS = frozenset({"print", "len", "str", "repr", "type", "isinstance", "id", "next", "iter", "sum", "display"})
 """Builtins (and a notebook's ``display``) that only read what they are given."""
 def always_a_toy(model: SemanticModel, binding: Binding) -> bool:
-    """Whether every binding of a name (one at least) assigns a toy network (:func:`is_toy`), or the
+    """Whether every binding of a name (one at least) assigns a toy network (:func:`is_toy`): see
+    :func:`always_at_most`."""
+    return always_at_most(model, binding, TOY_SIZE)
+
+
+def always_at_most(model: SemanticModel, binding: Binding, limit: int) -> bool:
+    """Whether every binding of a name (one at least) assigns a network whose state dict holds at
+    most ``limit`` elements, and some (an empty class is a stub still to be written), or the
     same name moved, put in a mode or wrapped (``net = net.to(device)``, ``net =
-    nn.DataParallel(net)``), and nothing grows it after
-    (:func:`_grown`). A parameter, an
-    import, a global or any other kind of binding of the name is not known to be a toy."""
+    nn.DataParallel(net)``), and nothing grows it after (:func:`_grown`). A parameter, an import, a
+    global or any other kind of binding of the name is not known to hold such a network."""
     scope = binding.scope
     if binding.name in scope.parameters or binding.name in scope.globals | scope.nonlocals or binding.name in model.names_bound_otherwise:
         return False
@@ -122,7 +140,8 @@ def always_a_toy(model: SemanticModel, binding: Binding) -> bool:
         value = module_of(wrapped) if wrapped is not None else value
         if isinstance(value, ast.Name) and value.id == binding.name:
             continue
-        if not is_toy(model, statement.value):
+        size = state_dict_size(model, statement.value)
+        if size is None or not 0 < size <= limit:
             return False
         built = True
     return built
@@ -153,7 +172,8 @@ def _rewraps(model: SemanticModel, wrapper: ast.Call, name: str) -> bool:
 
 def _grown(model: SemanticModel, use: ast.Name, seen: FrozenSet[int] = frozenset()) -> bool:
     """Whether a read of a network's name may add to its state dict. Calling it, handing it to a
-    builtin that only reads (``print(net)``), showing it in an f-string, comparing it, reading an attribute (``net.weights``) and calling
+    builtin that only reads (``print(net)``), showing it in an f-string or as a notebook cell's bare
+    name, comparing it, reading an attribute (``net.weights``) and calling
     methods that leave its layers alone (``net.eval()``, ``net.to(device)``, ``net.parameters()``)
     do not; storing an attribute or item on it or on a part of it (``net.fc = ...``,
     ``net.layers[2] = ...``, ``net.eval().head = ...``), calling any other method on it or a part
@@ -188,6 +208,8 @@ def _grown(model: SemanticModel, use: ast.Name, seen: FrozenSet[int] = frozenset
         return not _only_read_by_callee(model, parent, node, seen)
     if isinstance(parent, (ast.FormattedValue, ast.Compare)):
         return False  # shown in an f-string, compared
+    if isinstance(parent, ast.Expr) and node is use:
+        return False  # a bare name, shown by a notebook
     return node is use or isinstance(parent, (ast.Assign, ast.AnnAssign, ast.NamedExpr, ast.Return, ast.Yield, ast.withitem))
 
 
@@ -812,6 +834,33 @@ def _arithmetic(operator: ast.operator, left: Value, right: Value) -> int:
     raise _Unknown
 
 
+def _recurrent_size(layer: str, arguments: Environment) -> int:
+    """An ``nn.RNN``, ``nn.GRU`` or ``nn.LSTM``: for each layer and direction, a weight of
+    ``gates * hidden`` rows over the layer's input and over the hidden state, and two biases of as
+    many rows; a layer's input is the previous one's output (``hidden`` per direction). A
+    projection (``proj_size``) is not followed."""
+    if arguments.get("proj_size", 0) != 0:
+        raise _Unknown
+    hidden, layers = _count(arguments, "hidden_size"), arguments.get("num_layers", 1)
+    directions = 2 if _flag_off(arguments, "bidirectional") else 1
+    if not isinstance(layers, int) or isinstance(layers, bool) or layers < 1:
+        raise _Unknown
+    rows = RECURRENT_GATES[layer] * hidden
+    size = 0
+    for index in range(layers):
+        inputs = _count(arguments, "input_size") if index == 0 else hidden * directions
+        size += directions * (rows * (inputs + hidden) + (2 * rows if _flag(arguments, "bias") else 0))
+    return size
+
+
+def _flag_off(environment: Environment, name: str) -> bool:
+    """A flag that is off unless the call passes it."""
+    value = environment.get(name, False)
+    if not isinstance(value, bool):
+        raise _Unknown
+    return value
+
+
 def _count(environment: Environment, name: str) -> int:
     value = environment.get(name)
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
@@ -844,6 +893,8 @@ def _layer_size(kind: str, layer: str, arguments: Environment) -> int:
         return weight + (outputs if _flag(arguments, "bias") else 0)
     if kind == "embedding":
         return _count(arguments, "num_embeddings") * _count(arguments, "embedding_dim")
+    if kind == "recurrent":
+        return _recurrent_size(layer, arguments)
     if kind == "batch_norm":
         features = _count(arguments, "num_features")
         affine = 2 * features if _flag(arguments, "affine") else 0

@@ -331,10 +331,17 @@ SIZED_LAYERS: Dict[str, Tuple[str, Tuple[str, ...]]] = {
     **{f"ConvTranspose{d}d": ("conv", ("in_channels", "out_channels", "kernel_size", "stride", "padding", "output_padding", "groups", "bias")) for d in (1, 2, 3)},
     "Embedding": ("embedding", ("num_embeddings", "embedding_dim")),
     **{f"BatchNorm{d}d": ("batch_norm", ("num_features", "eps", "momentum", "affine", "track_running_stats")) for d in (1, 2, 3)},
+    "RNN": ("recurrent", ("input_size", "hidden_size", "num_layers", "nonlinearity", "bias", "batch_first", "dropout", "bidirectional")),
+    "GRU": ("recurrent", ("input_size", "hidden_size", "num_layers", "bias", "batch_first", "dropout", "bidirectional")),
+    "LSTM": ("recurrent", ("input_size", "hidden_size", "num_layers", "bias", "batch_first", "dropout", "bidirectional", "proj_size")),
 }
 """``torch.nn`` layers whose state dict's size follows from their arguments, by class name: the
 kind of formula (``semantic.model_size`` holds them: a linear layer's ``in * out + out``...) and the
 names of the parameters a positional argument fills, in order."""
+
+RECURRENT_GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
+"""How many gates a recurrent layer of ``SIZED_LAYERS`` computes: its weights have that many times
+``hidden_size`` rows."""
 
 PARAMETER_FREE_LAYERS = frozenset({
     "ReLU", "ReLU6", "LeakyReLU", "ELU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softmax", "LogSoftmax",
@@ -361,6 +368,36 @@ NESTED_MODULE_CLASSES = frozenset({
 """The other public ``nn.Module`` subclasses of ``torch.nn``'s public submodules, which ``torch.nn``
 itself does not export (``torch.nn.parallel.DistributedDataParallel``, the quantized and fused
 modules): ``is_module_constructor`` reads them."""
+
+
+DATA_LOADER = "torch.utils.data.DataLoader"
+DATA_SUBSET = "torch.utils.data.Subset"
+"""A subset of a dataset, given first: its examples are the dataset's."""
+VARIABLE = "torch.autograd.Variable"
+"""The tensor wrapper of older torch: since 0.4 it returns the tensor it is given."""
+
+TINY_IMAGE_DATASETS = frozenset({
+    "torchvision.datasets.MNIST", "torchvision.datasets.FashionMNIST", "torchvision.datasets.KMNIST",
+    "torchvision.datasets.QMNIST", "torchvision.datasets.EMNIST", "torchvision.datasets.USPS",
+    "torchvision.datasets.CIFAR10", "torchvision.datasets.CIFAR100", "torchvision.datasets.SVHN",
+})
+"""torchvision's datasets whose images are at most 32 x 32 pixels: 28 x 28 for the MNIST family,
+16 x 16 for USPS, 32 x 32 for CIFAR and SVHN (an example is an image and its label)."""
+
+RESIZING_NAMES = frozenset({"resize", "resized_crop", "scale", "randomsizedcrop", "interpolate", "upsample"})
+"""Lower-cased last components (past any ``Random`` prefix) of the calls that resize images:
+``transforms.Resize``, ``transforms.RandomResizedCrop``, ``transforms.functional.resize``,
+``F.interpolate``, ``nn.Upsample``..."""
+
+
+def resizes_images(qualified: str) -> bool:
+    """Whether the call named ``qualified`` may resize an image: a torchvision transform or a torch
+    function or layer whose name says so (:data:`RESIZING_NAMES`)."""
+    if not qualified.startswith(("torchvision.", "torch.nn.")):
+        return False
+    name = qualified.rpartition(".")[2].lower()
+    name = name[len("random"):] if name.startswith("random") and name != "randomsizedcrop" else name
+    return name in RESIZING_NAMES or name.startswith(("upsample", "upsampling", "resize"))
 
 
 def is_torch_tensor_function(qualified: str) -> bool:
