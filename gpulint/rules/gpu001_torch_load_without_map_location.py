@@ -100,12 +100,21 @@ class TorchLoadWithoutMapLocation(Rule):
             return NoFix(RETURNED_WHOLE)
         if restores_live_optimizer(model, call):
             return NoFix(OPTIMIZER_RESTORED)
+        if model.mentions_accelerator and model.derived(ReadBack).reads_own_file(call):
+            return NoFix(OWN_FILE_READ_BACK)
         if use.importable is not None:
             note = f"`{use.importable}` is bound at module level, where another module may import it and use it on the GPU"
         else:
             note = "the loaded value is used other than as a state dict, so the device its tensors are on may matter"
         return cls.make_fix(Applicability.UNSAFE, [edit], note=note)
 
+
+OWN_FILE_READ_BACK = (
+    "it reads back a file this code saves, and the code may rely on the tensors coming back to the "
+    "device it kept them on (a queue or memory bank used with GPU tensors)"
+)
+"""Why there is no fix for a load, used other than as a state dict, of a file the module saves while it
+may put tensors on an accelerator."""
 
 RETURNED_WHOLE = (
     "the loaded object is returned whole: where its tensors must be is up to callers gpulint does not "

@@ -57,6 +57,13 @@ class ReadBack:
             self._restores_live_object(call, path) or self._restores_attribute(call, path) or self._reads_cache(call, path)
         )
 
+    def reads_own_file(self, call: ast.Call) -> bool:
+        """Whether ``call`` loads a path the module itself saves to (the same path: :meth:`same_path`),
+        whatever it saves there: the program put those tensors where it had them."""
+        loaded = loaded_path(call)
+        path = self.path_of(loaded) if loaded is not None else None
+        return path is not None and any(self.same_path(saved, path) for _, _, saved in self.saves)
+
     def path_of(self, node: ast.expr) -> Optional[ast.expr]:
         """The path a file object stands for (``f`` of ``with open(path, "rb") as f``, in the same
         function), ``node`` itself for anything but a name, and None for a name bound to what
