@@ -16,13 +16,15 @@ from gpulint.engine.diagnostics import Applicability, Edit, FixOutcome, NoFix
 from gpulint.engine.rule import FixAvailability, Rule
 from gpulint.engine.test_modules import is_test_module
 from gpulint.semantic.backward import backpropagated_functions
-from gpulint.semantic.confined import stays_inside
+from gpulint.semantic.confined import CONTAINER_MUTATORS, DEFINITIONS, STORING_FUNCTIONS, stays_inside
 from gpulint.semantic.evaluation import EvaluationFacts, ScopeFacts
 from gpulint.semantic.model import Function, SemanticModel
 from gpulint.semantic.one_example import keeps_activations, runs_one_example
 from gpulint.semantic.tiny_batches import on_tiny_images
-from gpulint.semantic.survey import ast_dotted_name
-from gpulint.semantic.torch_api import FORWARD_METHODS, MODULE_METHODS, TENSOR_METADATA_ATTRIBUTES, TENSOR_SHAPE_METHODS
+from gpulint.semantic.survey import ast_dotted_name, own_nodes
+from gpulint.semantic.torch_api import (
+    FORWARD_METHODS, MODULE_METHODS, TENSOR_METADATA_ATTRIBUTES, TENSOR_SHAPE_METHODS, TENSOR_TO_PYTHON_METHODS,
+)
 
 OUTPUTS_LEAVE = "a value computed from the forward pass leaves the function, and a caller may backpropagate it"
 MAY_TRAIN = "the function may also train: it switches a model to training mode or hands one to other code"
@@ -30,6 +32,7 @@ MODULE_WRAP = "it wraps module-level statements in a block, and code after them 
 """Why a GPU004 fix is unsafe, as one line of help."""
 
 LOOP_IN_TRAINING = "the code around the loop trains, and a value the loop computes must not reach a backward pass later"
+TAIL_IN_TRAINING = "the function trains before this code, and a value it computes must not reach a backward pass later"
 
 Candidate = Tuple[ScopeFacts, List[ast.Call], Optional[ast.stmt]]
 """A scope's forward calls with gradients on, and the evaluation loop they are in where the scope
@@ -109,6 +112,7 @@ class InferenceWithoutNoGrad(Rule):
                 continue
             if scope.needs_gradients:
                 found.extend((scope, loop_calls, loop) for loop, loop_calls in _evaluation_loops(model, scope, calls))
+                found.extend((scope, tail_calls, tail) for tail, tail_calls in _evaluation_tails(model, scope, calls))
             else:
                 found.append((scope, calls, None))
         return found
@@ -164,7 +168,7 @@ class InferenceWithoutNoGrad(Rule):
             span = (code_range.start.line, code_range.start.column, code_range.end.line, code_range.end.column)
             message = self.inference_program_message if span in self.default_mode else self.message
             scope, _, loop = self.found_candidates[key]
-            fix = self._loop_fix(first, model.span(loop)[:2]) if loop is not None else self._fix(scope, calls)
+            fix = self._statement_fix(first, model.span(loop)[:2]) if loop is not None else self._fix(scope, calls)
             self.report(first, message.format(model=_model(first)), fix)
 
     def _discarded(self, call: cst.Call) -> bool:
@@ -221,29 +225,31 @@ class InferenceWithoutNoGrad(Rule):
             return self.make_fix(Applicability.UNSAFE, edits, note=MAY_TRAIN)
         return self.make_fix(Applicability.SAFE, edits)
 
-    def _loop_fix(self, first: cst.Call, start: Tuple[int, int]) -> FixOutcome:
-        """Wrap the evaluation loop around the first forward call (the loop that starts at ``start``,
-        line and column) in ``torch.no_grad()``, never ``inference_mode``: the code around it
-        trains, and a tensor made in inference mode (a mask, an index) cannot be saved for backward."""
-        loop: Optional[cst.CSTNode] = None
+    def _statement_fix(self, first: cst.Call, start: Tuple[int, int]) -> FixOutcome:
+        """Wrap the statement around the first forward call that starts at ``start`` (line and
+        column: an evaluation loop, or the evaluation after a function's training step) in
+        ``torch.no_grad()``, never ``inference_mode``: the code around it trains, and a tensor made
+        in inference mode (a mask, an index) cannot be saved for backward."""
+        statement: Optional[Union[cst.BaseCompoundStatement, cst.SimpleStatementLine]] = None
         node: Optional[cst.CSTNode] = first
         while node is not None and not isinstance(node, (cst.FunctionDef, cst.Module)):
-            if isinstance(node, (cst.For, cst.While)):
+            if isinstance(node, (cst.BaseCompoundStatement, cst.SimpleStatementLine)):
                 code_range = self.get_metadata(PositionProvider, node)
                 if (code_range.start.line, code_range.start.column) == start:
-                    loop = node
+                    statement = node
             node = self.get_metadata(ParentNodeProvider, node, None)
-        if not isinstance(loop, (cst.For, cst.While)):
-            return NoFix("the evaluation loop could not be found")
-        if _suspends(loop):
-            return NoFix("the loop yields or awaits, and grad mode would stay off in whatever runs meanwhile")
+        if statement is None:
+            return NoFix("the evaluation code could not be found")
+        if _suspends(statement):
+            return NoFix("the code yields or awaits, and grad mode would stay off in whatever runs meanwhile")
+        note = LOOP_IN_TRAINING if isinstance(statement, (cst.For, cst.While)) else TAIL_IN_TRAINING
         wrapped = cst.With(
             items=[cst.WithItem(item=cst.parse_expression(self._grad_off_call(inference_mode=False)))],
-            body=cst.IndentedBlock(body=[loop.with_changes(leading_lines=[])]),
-            leading_lines=loop.leading_lines,
+            body=cst.IndentedBlock(body=[statement.with_changes(leading_lines=[])]),
+            leading_lines=statement.leading_lines,
         )
         import_edit = None if self._torch_name() else self.import_edit("torch")
-        return self.make_fix(Applicability.UNSAFE, [self.replacement_edit(loop, wrapped), import_edit], note=LOOP_IN_TRAINING)
+        return self.make_fix(Applicability.UNSAFE, [self.replacement_edit(statement, wrapped), import_edit], note=note)
 
     def _module_fix(self, module: cst.Module, first: cst.Call, import_edit: Optional[Edit]) -> FixOutcome:
         """Wrap the module's statements from the first forward call to the last use of its outputs,
@@ -420,6 +426,72 @@ def _evaluation_loops(model: SemanticModel, scope: ScopeFacts, calls: List[ast.C
     ]
 
 
+def _evaluation_tails(model: SemanticModel, scope: ScopeFacts, calls: List[ast.Call]) -> List[Tuple[ast.stmt, List[ast.Call]]]:
+    """In a function that trains, the evaluation after its training step (``train(epoch)``: a
+    backward pass and a step, then ``model.eval()`` and a validation forward pass): around forward
+    calls outside any loop of the function, the statement of the function's body that holds them,
+    where every call that trains in the function comes before it, nothing in it may train
+    (:func:`_may_train_inside`), and nothing from it on can keep a value past the function
+    (:func:`_keeps_nothing_from`). Then no backward pass can reach what it computes."""
+    function = scope.function
+    if function is None:
+        return []
+    body = function.node.body
+    training = [site.node for site in model.call_sites if site.caller is function and model.needs_gradients(site.node)]
+    tails: Dict[int, Tuple[ast.stmt, List[ast.Call]]] = {}
+    for call in calls:
+        around = list(_ancestors(model, call, function.node))
+        if any(isinstance(node, LOOPS) for node in around):
+            continue
+        statement = next((node for node in around if any(node is part for part in body)), None)
+        if isinstance(statement, ast.stmt):
+            tails.setdefault(id(statement), (statement, []))[1].append(call)
+    return [
+        (statement, tail_calls) for statement, tail_calls in tails.values()
+        if all(_position(step) < _position(statement) for step in training)
+        and not _may_train_inside(model, statement, tail_calls)
+        and _keeps_nothing_from(model, function, body[next(i for i, part in enumerate(body) if part is statement):])
+    ]
+
+
+def _keeps_nothing_from(model: SemanticModel, function: Function, statements: List[ast.stmt]) -> bool:
+    """Whether ``statements``, the rest of a function's body, can keep no value past the function:
+    they store no attribute or item, call no container's mutator, no in-place method, no function
+    or class of the module and nothing that stores what it is given (``setattr``); neither yield nor
+    await nor define anything; return nothing or Python values (``loss.item()``, numbers); and the
+    function declares nothing ``global`` or ``nonlocal``."""
+    if any(isinstance(node, (ast.Global, ast.Nonlocal)) for node in own_nodes(function.node.body)) or any(
+        isinstance(node, DEFINITIONS) for statement in statements for node in ast.walk(statement)
+    ):
+        return False
+    for node in own_nodes(statements):
+        if isinstance(node, (ast.Yield, ast.YieldFrom, ast.Await)):
+            return False
+        if isinstance(node, (ast.Attribute, ast.Subscript)) and not isinstance(node.ctx, ast.Load):
+            return False
+        if isinstance(node, ast.Return) and node.value is not None and not _python_value(node.value):
+            return False
+        if not isinstance(node, ast.Call):
+            continue
+        if isinstance(node.func, ast.Attribute) and (node.func.attr in CONTAINER_MUTATORS or node.func.attr.endswith("_")):
+            return False
+        site = model.site_of.get(id(node))
+        if (site is not None and site.callee is not None) or model.class_built(node) is not None:
+            return False
+        if model.resolved_names(node.func) & STORING_FUNCTIONS:
+            return False
+    return True
+
+
+def _python_value(node: ast.expr) -> bool:
+    """A constant, a Python value of a tensor (``.item()``, ``.tolist()``), or a tuple of them."""
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.Tuple):
+        return all(_python_value(element) for element in node.elts)
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in TENSOR_TO_PYTHON_METHODS and not node.args
+
+
 def _ancestors(model: SemanticModel, node: ast.AST, scope: ast.AST) -> Iterator[ast.AST]:
     """The nodes around ``node`` up to ``scope``, innermost first."""
     return takewhile(lambda ancestor: ancestor is not scope, model.ancestors(node))
@@ -466,10 +538,10 @@ def _may_train(function: cst.FunctionDef, models: Set[str], forward: Set[int]) -
     return bool(found)
 
 
-def _suspends(loop: Union[cst.For, cst.While]) -> bool:
-    """An ``async for`` or a loop that yields or awaits: a grad-off block around it would stay in
-    force in the code that runs while it is suspended."""
-    if isinstance(loop, cst.For) and loop.asynchronous is not None:
+def _suspends(loop: Union[cst.BaseCompoundStatement, cst.SimpleStatementLine]) -> bool:
+    """An ``async for`` or ``async with``, or a statement that yields or awaits: a grad-off block
+    around it would stay in force in the code that runs while it is suspended."""
+    if isinstance(loop, (cst.For, cst.With)) and loop.asynchronous is not None:
         return True
     found: List[cst.CSTNode] = []
 
