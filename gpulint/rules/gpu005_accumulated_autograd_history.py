@@ -31,6 +31,8 @@ BATCH_WORDS = frozenset({
 })
 """Words in the iterable of a loop that draws batches (``train_loader``, ``enumerate(tqdm(dataloader))``,
 ``self.val_data``); a loop over layers, heads, scales, crops or a ``range`` is not one."""
+OPTIMIZER_WORDS = frozenset({"opt", "optim", "optimizer", "optimiser", "optimizers"})
+"""Words of the name of an optimizer whose ``.step()`` ends an update."""
 BATCH_WORD_SPLIT = re.compile(r"_+|(?<=[a-z0-9])(?=[A-Z])")
 HELPER_FUNCTION = re.compile(r".*collate.*", re.IGNORECASE)
 """Functions that assemble one batch: what they stack or sum is data, not history across steps."""
@@ -154,7 +156,7 @@ class AccumulatedAutogradHistory(Rule):
             if isinstance(current, (cst.For, cst.While)):
                 if not self._outlives_iteration(accumulated, current):
                     return None
-                if _draws_batches(current) and not self._pieces_of_a_batch(current):
+                if _draws_batches(current) and not self._pieces_of_a_batch(current) and not self._parts_of_one_update(current):
                     return current
             current = self._parent(current)
         return None
@@ -189,6 +191,24 @@ class AccumulatedAutogradHistory(Rule):
                                     changed = True
                 return read <= pieces
             outer = self._parent(outer)
+        return False
+
+    def _parts_of_one_update(self, loop: Union[cst.For, cst.While]) -> bool:
+        """A loop over the parts of one update (each domain's minibatch, micro-batches whose losses
+        are backpropagated one by one): no ``.step()`` in it, and an optimizer's ``.step()`` after it
+        in the same function (a receiver named for an optimizer: ``opt``, ``optimizer``). What it
+        sums lives for one step, not across steps."""
+        if any(_a_step(node) for node in subexpressions(loop.body)):
+            return False
+        scope_node = self._parent(loop)
+        while not isinstance(scope_node, (cst.Module, cst.FunctionDef)):
+            scope_node = self._parent(scope_node)
+        end = self.get_metadata(PositionProvider, loop).end
+        for node in subexpressions(scope_node):
+            if _a_step(node) and _optimizer_step(node):
+                start = self.get_metadata(PositionProvider, node).start
+                if (start.line, start.column) > (end.line, end.column):
+                    return True
         return False
 
     def _in_batch_helper(self, scope_node: cst.CSTNode) -> bool:
@@ -519,6 +539,18 @@ def _draws_batches(loop: Union[cst.For, cst.While]) -> bool:
     return any(
         isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "next"
         for node in subexpressions(loop.body)
+    )
+
+
+def _a_step(node: cst.CSTNode) -> bool:
+    """A ``.step()`` call (of an optimizer, a scheduler or a scaler)."""
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "step"
+
+
+def _optimizer_step(node: cst.CSTNode) -> bool:
+    """``optimizer.step()``, ``opt.step()``: a step whose receiver is named for an optimizer."""
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and bool(
+        _words(dotted_name(node.func.value) or "") & OPTIMIZER_WORDS
     )
 
 
