@@ -19,7 +19,7 @@ from gpulint.semantic.backward import backpropagated_functions
 from gpulint.semantic.confined import CONTAINER_MUTATORS, DEFINITIONS, STORING_FUNCTIONS, stays_inside
 from gpulint.semantic.evaluation import EvaluationFacts, ScopeFacts
 from gpulint.semantic.model import Function, SemanticModel
-from gpulint.semantic.one_example import keeps_activations, runs_one_example
+from gpulint.semantic.one_example import HOOK_REGISTRATIONS, keeps_activations, runs_one_example
 from gpulint.semantic.tiny_batches import on_tiny_images
 from gpulint.semantic.survey import ast_dotted_name, own_nodes
 from gpulint.semantic.torch_api import (
@@ -32,6 +32,10 @@ MODULE_WRAP = "it wraps module-level statements in a block, and code after them 
 """Why a GPU004 fix is unsafe, as one line of help."""
 
 LOOP_IN_TRAINING = "the code around the loop trains, and a value the loop computes must not reach a backward pass later"
+HOOKS_KEEP_OUTPUTS = (
+    "the file registers module hooks, which may hand the forward pass's activations to code that takes "
+    "gradients through them (an attack's `torch.autograd.grad`)"
+)
 TAIL_IN_TRAINING = "the function trains before this code, and a value it computes must not reach a backward pass later"
 
 Candidate = Tuple[ScopeFacts, List[ast.Call], Optional[ast.stmt]]
@@ -168,7 +172,12 @@ class InferenceWithoutNoGrad(Rule):
             span = (code_range.start.line, code_range.start.column, code_range.end.line, code_range.end.column)
             message = self.inference_program_message if span in self.default_mode else self.message
             scope, _, loop = self.found_candidates[key]
-            fix = self._statement_fix(first, model.span(loop)[:2]) if loop is not None else self._fix(scope, calls)
+            if model.spells(HOOK_REGISTRATIONS):
+                fix: FixOutcome = NoFix(HOOKS_KEEP_OUTPUTS)
+            elif loop is not None:
+                fix = self._statement_fix(first, model.span(loop)[:2])
+            else:
+                fix = self._fix(scope, calls)
             self.report(first, message.format(model=_model(first)), fix)
 
     def _discarded(self, call: cst.Call) -> bool:
