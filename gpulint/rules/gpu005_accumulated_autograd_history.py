@@ -156,7 +156,7 @@ class AccumulatedAutogradHistory(Rule):
             if isinstance(current, (cst.For, cst.While)):
                 if not self._outlives_iteration(accumulated, current):
                     return None
-                if _draws_batches(current) and not self._pieces_of_a_batch(current) and not self._parts_of_one_update(current):
+                if _draws_batches(current) and not self._pieces_of_a_batch(current) and not self._parts_of_one_update(current, accumulated):
                     return current
             current = self._parent(current)
         return None
@@ -193,23 +193,27 @@ class AccumulatedAutogradHistory(Rule):
             outer = self._parent(outer)
         return False
 
-    def _parts_of_one_update(self, loop: Union[cst.For, cst.While]) -> bool:
+    def _parts_of_one_update(self, loop: Union[cst.For, cst.While], accumulated: str) -> bool:
         """A loop over the parts of one update (each domain's minibatch, micro-batches whose losses
-        are backpropagated one by one): no ``.step()`` in it, and an optimizer's ``.step()`` after it
-        in the same function (a receiver named for an optimizer: ``opt``, ``optimizer``). What it
-        sums lives for one step, not across steps."""
+        are backpropagated one by one): in the block that holds it, ``accumulated`` is started
+        afresh before it (``total = 0``) and an optimizer's ``.step()`` (a receiver named for one:
+        ``opt``, ``optimizer``) is a statement of its own after it, and the loop holds no
+        ``.step()``. What it sums lives for that one update."""
         if any(_a_step(node) for node in subexpressions(loop.body)):
             return False
-        scope_node = self._parent(loop)
-        while not isinstance(scope_node, (cst.Module, cst.FunctionDef)):
-            scope_node = self._parent(scope_node)
-        end = self.get_metadata(PositionProvider, loop).end
-        for node in subexpressions(scope_node):
-            if _a_step(node) and _optimizer_step(node):
-                start = self.get_metadata(PositionProvider, node).start
-                if (start.line, start.column) > (end.line, end.column):
-                    return True
-        return False
+        block = self._parent(loop)
+        statements = list(getattr(block, "body", ()))
+        index = next((i for i, statement in enumerate(statements) if statement is loop), None)
+        if index is None:
+            return False
+        started = any(_starts_afresh(statement, accumulated) for statement in statements[:index])
+        stepped = any(
+            isinstance(statement, cst.SimpleStatementLine) and any(
+                isinstance(small, cst.Expr) and _a_step(small.value) and _optimizer_step(small.value) for small in statement.body
+            )
+            for statement in statements[index + 1:]
+        )
+        return started and stepped
 
     def _in_batch_helper(self, scope_node: cst.CSTNode) -> bool:
         """A loss or criterion (what it sums is what the caller backpropagates) or a collate function."""
@@ -545,6 +549,17 @@ def _draws_batches(loop: Union[cst.For, cst.While]) -> bool:
 def _a_step(node: cst.CSTNode) -> bool:
     """A ``.step()`` call (of an optimizer, a scheduler or a scaler)."""
     return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "step"
+
+
+def _starts_afresh(statement: cst.CSTNode, name: str) -> bool:
+    """``name = 0`` (or ``0.0``, ``[]``) as a statement: a total started from nothing."""
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return False
+    return any(
+        isinstance(small, cst.Assign) and len(small.targets) == 1 and dotted_name(small.targets[0].target) == name
+        and isinstance(small.value, (cst.Integer, cst.Float, cst.List)) and not getattr(small.value, "elements", None)
+        for small in statement.body
+    )
 
 
 def _optimizer_step(node: cst.CSTNode) -> bool:
