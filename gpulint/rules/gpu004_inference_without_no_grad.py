@@ -16,14 +16,15 @@ from gpulint.engine.diagnostics import Applicability, Edit, FixOutcome, NoFix
 from gpulint.engine.rule import FixAvailability, Rule
 from gpulint.engine.test_modules import is_test_module
 from gpulint.semantic.backward import backpropagated_functions
-from gpulint.semantic.confined import CONTAINER_MUTATORS, DEFINITIONS, STORING_FUNCTIONS, stays_inside
+from gpulint.semantic.confined import stays_inside
 from gpulint.semantic.evaluation import EvaluationFacts, ScopeFacts
+from gpulint.semantic.evaluation_tail import keeps_nothing_from
 from gpulint.semantic.model import Function, SemanticModel
 from gpulint.semantic.one_example import HOOK_REGISTRATIONS, keeps_activations, runs_one_example
 from gpulint.semantic.tiny_batches import on_tiny_images
-from gpulint.semantic.survey import ast_dotted_name, own_nodes
+from gpulint.semantic.survey import ast_dotted_name
 from gpulint.semantic.torch_api import (
-    FORWARD_METHODS, MODULE_METHODS, TENSOR_METADATA_ATTRIBUTES, TENSOR_SHAPE_METHODS, TENSOR_TO_PYTHON_METHODS,
+    FORWARD_METHODS, MODULE_METHODS, TENSOR_METADATA_ATTRIBUTES, TENSOR_SHAPE_METHODS,
 )
 
 OUTPUTS_LEAVE = "a value computed from the forward pass leaves the function, and a caller may backpropagate it"
@@ -441,7 +442,8 @@ def _evaluation_tails(model: SemanticModel, scope: ScopeFacts, calls: List[ast.C
     calls outside any loop of the function, the statement of the function's body that holds them,
     where every call that trains in the function comes before it, nothing in it may train
     (:func:`_may_train_inside`), and nothing from it on can keep a value past the function
-    (:func:`_keeps_nothing_from`). Then no backward pass can reach what it computes."""
+    (:func:`~gpulint.semantic.evaluation_tail.keeps_nothing_from`). Then no backward pass can reach
+    what it computes."""
     function = scope.function
     if function is None:
         return []
@@ -459,46 +461,8 @@ def _evaluation_tails(model: SemanticModel, scope: ScopeFacts, calls: List[ast.C
         (statement, tail_calls) for statement, tail_calls in tails.values()
         if all(_position(step) < _position(statement) for step in training)
         and not _may_train_inside(model, statement, tail_calls)
-        and _keeps_nothing_from(model, function, body[next(i for i, part in enumerate(body) if part is statement):])
+        and keeps_nothing_from(model, function, body[next(i for i, part in enumerate(body) if part is statement):], scope.forward_calls)
     ]
-
-
-def _keeps_nothing_from(model: SemanticModel, function: Function, statements: List[ast.stmt]) -> bool:
-    """Whether ``statements``, the rest of a function's body, can keep no value past the function:
-    they store no attribute or item, call no container's mutator, no in-place method, no function
-    or class of the module and nothing that stores what it is given (``setattr``); neither yield nor
-    await nor define anything; return nothing or Python values (``loss.item()``, numbers); and the
-    function declares nothing ``global`` or ``nonlocal``."""
-    if any(isinstance(node, (ast.Global, ast.Nonlocal)) for node in own_nodes(function.node.body)) or any(
-        isinstance(node, DEFINITIONS) for statement in statements for node in ast.walk(statement)
-    ):
-        return False
-    for node in own_nodes(statements):
-        if isinstance(node, (ast.Yield, ast.YieldFrom, ast.Await)):
-            return False
-        if isinstance(node, (ast.Attribute, ast.Subscript)) and not isinstance(node.ctx, ast.Load):
-            return False
-        if isinstance(node, ast.Return) and node.value is not None and not _python_value(node.value):
-            return False
-        if not isinstance(node, ast.Call):
-            continue
-        if isinstance(node.func, ast.Attribute) and (node.func.attr in CONTAINER_MUTATORS or node.func.attr.endswith("_")):
-            return False
-        site = model.site_of.get(id(node))
-        if (site is not None and site.callee is not None) or model.class_built(node) is not None:
-            return False
-        if model.resolved_names(node.func) & STORING_FUNCTIONS:
-            return False
-    return True
-
-
-def _python_value(node: ast.expr) -> bool:
-    """A constant, a Python value of a tensor (``.item()``, ``.tolist()``), or a tuple of them."""
-    if isinstance(node, ast.Constant):
-        return True
-    if isinstance(node, ast.Tuple):
-        return all(_python_value(element) for element in node.elts)
-    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in TENSOR_TO_PYTHON_METHODS and not node.args
 
 
 def _ancestors(model: SemanticModel, node: ast.AST, scope: ast.AST) -> Iterator[ast.AST]:

@@ -1,0 +1,131 @@
+"""The evaluation a training function runs after its training step, and whether it keeps anything.
+
+``train(epoch)`` of a graph-network script: a forward pass, a backward pass and an optimizer step,
+then ``model.eval()`` and a validation forward pass over held-out data whose outputs only become
+printed numbers. The validation pass is the statement of the function's body that holds it, after
+every call that trains; no backward pass can reach what it computes when nothing from that
+statement on can keep a value past the function (:func:`keeps_nothing_from`).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Collection, List
+
+from gpulint.semantic.confined import CONTAINER_MUTATORS, DEFINITIONS, STORING_FUNCTIONS
+from gpulint.semantic.model import Function, SemanticModel
+from gpulint.semantic.one_example import PYTHON_BUILTINS, keeps_activations
+from gpulint.semantic.survey import own_nodes
+from gpulint.semantic.torch_api import (
+    DEVICE_KEEPING_TENSOR_METHODS, HISTORY_FREE_METHODS, LAYOUT_METHODS, TENSOR_TO_PYTHON_METHODS,
+)
+
+LIBRARIES = ("torch.", "numpy.")
+"""Functions that keep nothing they are given (``F.cross_entropy(out, y)``, ``np.mean(...)``)."""
+MODE_METHODS = frozenset({"eval", "train"})
+"""A module's mode switches: they return the module and keep nothing."""
+TENSOR_METHODS = LAYOUT_METHODS | DEVICE_KEEPING_TENSOR_METHODS | HISTORY_FREE_METHODS
+"""Tensor methods that give a new value and keep nothing (``x.to(device)``, ``out.argmax(1)``)."""
+FRESH_VALUES = (ast.Constant, ast.List, ast.Tuple, ast.Dict, ast.Set, ast.ListComp, ast.SetComp, ast.DictComp, ast.Call, ast.BinOp)
+"""Values an assignment gives a name afresh: a constant, a display, a call's result, arithmetic."""
+
+
+def keeps_nothing_from(model: SemanticModel, function: Function, statements: List[ast.stmt], forward: Collection[ast.Call]) -> bool:
+    """Whether ``statements``, the rest of a function's body, can keep no value past the function.
+
+    The module's models keep no activations (no hook, no forward pass storing: see
+    :func:`~gpulint.semantic.one_example.keeps_activations`); the function declares nothing
+    ``global`` or ``nonlocal`` and defines nothing (a closure may outlive it); and the statements
+    store no attribute or item, add with ``+=`` only onto names the function binds afresh (not a
+    caller's list), neither yield nor await, raise only constants, return nothing or Python values
+    (``loss.item()``), and call only the forward passes ``forward``, mode switches, torch's and
+    numpy's functions, builtins that give Python values, functions imported from other modules
+    (a metrics helper), and methods of constants, of calls' results and of values the function
+    made itself, or tensor methods that give a new value (:data:`TENSOR_METHODS`), that are no
+    container's mutator and change nothing in place."""
+    if keeps_activations(model) or any(
+        isinstance(node, (ast.Global, ast.Nonlocal, *DEFINITIONS)) for statement in function.node.body for node in ast.walk(statement)
+    ):
+        return False
+    allowed = {id(call) for call in forward}
+    for node in own_nodes(statements):
+        if isinstance(node, (ast.Yield, ast.YieldFrom, ast.Await)):
+            return False
+        if isinstance(node, (ast.Attribute, ast.Subscript)) and not isinstance(node.ctx, ast.Load):
+            return False
+        if isinstance(node, ast.Raise) and node.exc is not None and not _constant_exception(node.exc):
+            return False
+        if isinstance(node, ast.Return) and node.value is not None and not python_value(node.value):
+            return False
+        if isinstance(node, ast.AugAssign) and not (isinstance(node.target, ast.Name) and _fresh_local(model, function, node.target)):
+            return False
+        if isinstance(node, ast.Call) and id(node) not in allowed and not _keeps_nothing(model, function, node):
+            return False
+    return True
+
+
+def python_value(node: ast.expr) -> bool:
+    """A constant, a Python value of a tensor (``.item()``, ``.tolist()``), or a tuple of them."""
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.Tuple):
+        return all(python_value(element) for element in node.elts)
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in TENSOR_TO_PYTHON_METHODS and not node.args
+
+
+def _constant_exception(exception: ast.expr) -> bool:
+    """``raise StopTraining`` or ``raise ValueError("diverged")``: nothing of the function's values."""
+    if isinstance(exception, ast.Call):
+        return all(isinstance(argument, ast.Constant) for argument in [*exception.args, *(k.value for k in exception.keywords)])
+    return isinstance(exception, (ast.Name, ast.Attribute))
+
+
+def _keeps_nothing(model: SemanticModel, function: Function, call: ast.Call) -> bool:
+    func = call.func
+    names = model.resolved_names(func)
+    if names & STORING_FUNCTIONS or model.class_built(call) is not None:
+        return False
+    if names and all(name.startswith(LIBRARIES) or name.rpartition(".")[2][:1].islower() for name in names):
+        return True  # torch's, numpy's or another module's function (not a class)
+    if isinstance(func, ast.Name):
+        return model.is_builtin(func, PYTHON_BUILTINS)
+    if not isinstance(func, ast.Attribute) or func.attr in CONTAINER_MUTATORS or func.attr.endswith("_"):
+        return False
+    if (func.attr in MODE_METHODS and not call.args) or func.attr in TENSOR_METHODS:
+        return True
+    root: ast.expr = func.value
+    while isinstance(root, (ast.Attribute, ast.Subscript)):
+        root = root.value
+    if isinstance(root, (ast.Constant, ast.Call, ast.JoinedStr)):
+        return True
+    return isinstance(root, ast.Name) and _fresh_local(model, function, root)
+
+
+def _fresh(value: ast.expr) -> bool:
+    """A value of its own: :data:`FRESH_VALUES`, or an item or attribute of a call's result
+    (``output.max(1)[1]``)."""
+    while isinstance(value, (ast.Subscript, ast.Attribute)):
+        value = value.value
+        if isinstance(value, ast.Call):
+            return True
+    return isinstance(value, FRESH_VALUES)
+
+
+def _fresh_local(model: SemanticModel, function: Function, name: ast.Name) -> bool:
+    """Whether ``name`` is a local of the function (not a parameter) every binding of which gives it
+    a value of its own (:func:`_fresh`: not another name's object, nor an instance of a class of the
+    module) or adds to it with ``+=``."""
+    binding = model.scope_at(name).resolve(name.id)
+    if binding.scope is not function.scope or name.id in function.scope.parameters or model.bound_otherwise(binding):
+        return False
+    for use in model.uses(binding):
+        if isinstance(use.ctx, ast.Load):
+            continue
+        statement = model.parent(use)
+        if isinstance(statement, ast.AugAssign) and statement.target is use:
+            continue
+        if not (isinstance(statement, ast.Assign) and statement.targets == [use] and _fresh(statement.value)):
+            return False
+        if isinstance(statement.value, ast.Call) and model.class_built(statement.value) is not None:
+            return False
+    return True
