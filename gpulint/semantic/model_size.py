@@ -123,28 +123,64 @@ def always_at_most(model: SemanticModel, binding: Binding, limit: int) -> bool:
     same name moved, put in a mode or wrapped (``net = net.to(device)``, ``net =
     nn.DataParallel(net)``), and nothing grows it after (:func:`_grown`). A parameter, an import, a
     global or any other kind of binding of the name is not known to hold such a network."""
+    built = _networks_built(model, binding)
+    if not built:
+        return False
+    return all(0 < (state_dict_size(model, value) or 0) <= limit for value in built)
+
+
+def widest_output(model: SemanticModel, binding: Binding) -> Optional[int]:
+    """For a name every binding of which builds a network (see :func:`always_at_most`), the largest
+    sum of the output widths of a network's layers with weights (:func:`output_width`), or None."""
+    widths: List[int] = []
+    for value in _networks_built(model, binding) or []:
+        width = output_width(model, value)
+        if width is None:
+            return None
+        widths.append(width)
+    return max(widths) if widths else None
+
+
+def output_width(model: SemanticModel, value: ast.expr) -> Optional[int]:
+    """The sum, over the layers with weights of the network ``value`` builds, of what each puts out
+    per pixel or example: a convolution's ``out_channels``, a linear layer's ``out_features``, an
+    embedding's ``embedding_dim``. A forward pass on a batch computes at most the batch's pixels
+    times that many elements where each layer runs once and none enlarges its input; None where the
+    code does not show that (a transposed convolution, a recurrent layer, a class whose methods loop
+    or call one of its layers twice)."""
+    evaluator = _Evaluator(model)
+    try:
+        evaluator.size(value, {}, 0)
+    except _Unknown:
+        return None
+    return None if evaluator.unbounded else evaluator.widths
+
+
+def _networks_built(model: SemanticModel, binding: Binding) -> Optional[List[ast.expr]]:
+    """The networks the assignments of a name build (one at least), leaving out those that only
+    move, switch or wrap what it holds; None where the name is bound some other way, or a read of it
+    may grow its network (:func:`_grown`)."""
     scope = binding.scope
     if binding.name in scope.parameters or binding.name in scope.globals | scope.nonlocals or binding.name in model.names_bound_otherwise:
-        return False
-    built = False
+        return None
+    if _rebinds_names_unseen(model) or model.imports.star_modules:
+        return None  # ``globals()["net"] = ...``, or a star import that may bind the name
+    built: List[ast.expr] = []
     for use in model.uses(binding):
         if isinstance(use.ctx, ast.Load):
             if _grown(model, use):
-                return False
+                return None
             continue
         statement = model.parent(use)
         if not (isinstance(statement, ast.Assign) and statement.targets == [use]):
-            return False
+            return None
         value = module_of(statement.value)
         wrapped = _wrapper_of(model, value)
         value = module_of(wrapped) if wrapped is not None else value
         if isinstance(value, ast.Name) and value.id == binding.name:
             continue
-        size = state_dict_size(model, statement.value)
-        if size is None or not 0 < size <= limit:
-            return False
-        built = True
-    return built
+        built.append(statement.value)
+    return built or None
 
 
 def _wrapper_of(model: SemanticModel, value: ast.expr) -> Optional[ast.expr]:
@@ -342,6 +378,10 @@ class _Evaluator:
         """The index of the top-level statement that reads a payload back, where it runs there
         (not in a function): what later statements do to the payload's names comes too late."""
         self.steps = 0
+        self.widths = 0
+        """The output widths of the layers with weights met so far (see :func:`output_width`)."""
+        self.unbounded = False
+        """Whether a layer met may enlarge its input or run more than once."""
         self.following: Set[Binding] = set()
         """The names whose values are being read (a name read again inside its own value is a cycle)."""
 
@@ -384,7 +424,14 @@ class _Evaluator:
                 return self.container_size(layer, node, environment, depth)
             if layer in SIZED_LAYERS:
                 kind, positional = SIZED_LAYERS[layer]
-                return _layer_size(kind, layer, self.arguments(node, positional, {}, environment))
+                arguments = self.arguments(node, positional, {}, environment)
+                size = _layer_size(kind, layer, arguments)
+                width = _layer_width(kind, layer, arguments)
+                if width is None:
+                    self.unbounded = True
+                else:
+                    self.widths += width
+                return size
             raise _Unknown
         built = self.model.class_built(node)
         if built is None:
@@ -484,6 +531,8 @@ class _Evaluator:
             raise _Unknown
         if any(stores_on_instance(item) for item in ast.walk(built) if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item is not constructor):
             raise _Unknown  # a method (``forward``) may add layers after the constructor
+        if _applies_layers_again(self.model, built, constructor):
+            self.unbounded = True
         names = [argument.arg for argument in constructor.args.posonlyargs + constructor.args.args]
         if not names:
             raise _Unknown
@@ -832,6 +881,47 @@ def _arithmetic(operator: ast.operator, left: Value, right: Value) -> int:
         if isinstance(operator, ast.FloorDiv) and right:
             return left // right
     raise _Unknown
+
+
+def _layer_width(kind: str, layer: str, arguments: Environment) -> Optional[int]:
+    """What a layer of ``SIZED_LAYERS`` puts out per pixel or example, where it does not enlarge
+    its input: None for a transposed convolution (which does) and a recurrent layer (whose gates,
+    per step, the count does not follow); a batch norm's output is its input's size (0 more)."""
+    if kind == "linear":
+        return _count(arguments, "out_features")
+    if kind == "conv":
+        return None if layer.startswith("ConvTranspose") else _count(arguments, "out_channels")
+    if kind == "embedding":
+        return _count(arguments, "embedding_dim")
+    if kind == "batch_norm":
+        return 0
+    return None
+
+
+def _applies_layers_again(model: SemanticModel, built: ast.ClassDef, constructor: ast.FunctionDef) -> bool:
+    """Whether a method of the class, other than its constructor, loops (a loop or a comprehension)
+    or calls one of its instance's attributes more than once, but those the constructor binds to a
+    layer without weights (a pooling or an activation may run on each layer's output)."""
+    receiver = constructor.args.args[0].arg if constructor.args.args else ""
+    free = {
+        target.attr for statement in constructor.body if isinstance(statement, ast.Assign)
+        for target in statement.targets
+        if isinstance(target, ast.Attribute) and ast_dotted_name(target.value) == receiver and isinstance(statement.value, ast.Call)
+        and any(nn_class_name(name) in PARAMETER_FREE_LAYERS for name in model.resolved_names(statement.value.func))
+    }
+    for method in built.body:
+        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) or method is constructor:
+            continue
+        own = method.args.args[0].arg if method.args.args else ""
+        called: Set[str] = set()
+        for node in ast.walk(method):
+            if isinstance(node, (ast.For, ast.AsyncFor, ast.While, ast.comprehension)):
+                return True
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and ast_dotted_name(node.func.value) == own:
+                if node.func.attr in called and node.func.attr not in free:
+                    return True
+                called.add(node.func.attr)
+    return False
 
 
 def _recurrent_size(layer: str, arguments: Environment) -> int:

@@ -2,36 +2,43 @@
 
 A course's MNIST test loop: ``for data, target in test_loader: output = model(data)``, where
 ``test_loader = DataLoader(datasets.MNIST(...), batch_size=64)`` and ``model = Net()`` is a network
-whose layers the code spells with numbers, at most
-:data:`~gpulint.semantic.model_size.SMALL_NETWORK` elements (:func:`~gpulint.semantic.model_size.always_at_most`).
-Images of at most 32 x 32 pixels, at most :data:`MAX_BATCH` of them, through such a network: the
-graph a forward pass keeps is a few megabytes, freed when the next batch takes its place.
+whose layers the code spells with numbers. Such a pass is left out when what it may compute is
+small: the network holds at most :data:`~gpulint.semantic.model_size.SMALL_NETWORK` elements
+(:func:`~gpulint.semantic.model_size.always_at_most`), and a batch's pixels times the sum of its
+weighted layers' output widths (:func:`~gpulint.semantic.model_size.widest_output`: each layer
+running once, none enlarging its input) is at most :data:`MAX_ELEMENTS`.
 
-Every tensor the call is given must be such a batch (:meth:`_TinyBatches.tiny`): a target of a
-``for`` loop over such a loader or dataset (``for data, target in loader``, ``for i, (data,
-target) in enumerate(loader)``), the next batch of one (``next(iter(loader))``), an example of
-such a dataset (``image, label = test_data[i]``), or any of them moved, cast, reshaped, wrapped in
-``Variable`` or indexed, through names every binding of which is one. A loader is a
-``DataLoader`` of such a dataset with a ``batch_size`` the code spells (one where it passes none);
-a dataset is one of torchvision's datasets of tiny images (``torch_api.TINY_IMAGE_DATASETS``), or
-a ``Subset`` of one. The module may resize no image anywhere (``transforms.Resize``,
-``F.interpolate``, ``nn.Upsample``: :func:`~gpulint.semantic.torch_api.resizes_images`).
+Every tensor the call is given must be such a batch (:meth:`_TinyBatches.pixels`): a target of a
+``for`` statement over such a loader or dataset (``for data, target in loader``, ``for i, (data,
+target) in enumerate(loader)``), the next batch of one (``next(iter(loader))``), an example of such
+a dataset (``image, label = test_data[i]``), or any of them moved, cast, reshaped, wrapped in
+``Variable`` or indexed, through names every other binding of which is one. A loader is a
+``DataLoader`` of such a dataset with a ``batch_size`` spelled with numbers (one where it passes
+none); a dataset is one of torchvision's datasets of tiny images (``torch_api.TINY_IMAGE_DATASETS``)
+whose ``transform`` keeps images as small (``torch_api.SIZE_KEEPING_TRANSFORMS``), or a ``Subset`` of
+one. The call is in no comprehension (which may keep every batch's outputs at once), and the module
+has no star import and calls nothing that resizes (``F.interpolate``, ``nn.Upsample``).
 """
 
 from __future__ import annotations
 
 import ast
-from typing import Callable, FrozenSet, List, Optional
+from typing import Callable, List, Optional
 
 from gpulint.semantic.model import SemanticModel
-from gpulint.semantic.scopes import Binding
-from gpulint.semantic.model_size import SMALL_NETWORK, always_at_most, spelled_value
+from gpulint.semantic.model_size import SMALL_NETWORK, always_at_most, spelled_value, widest_output
+from gpulint.semantic.scopes import COMPREHENSIONS, Binding
 from gpulint.semantic.torch_api import (
-    DATA_LOADER, DATA_SUBSET, TINY_IMAGE_DATASETS, VARIABLE, resizes_images,
+    CROP_TRANSFORMS, DATA_LOADER, DATA_SUBSET, ROTATION_TRANSFORM, SIZE_KEEPING_TRANSFORMS, TINY_IMAGE_DATASETS,
+    TINY_IMAGE_SIDE, VARIABLE, resizes_images,
 )
 
 MAX_BATCH = 1024
 """The largest batch of tiny images counted: 1,024 CIFAR images are 12 MB in float32."""
+MAX_ELEMENTS = 64 * 2 ** 20
+"""The most elements a batch's forward pass may compute through layers with weights (pixels times
+output widths): 256 MB in float32, an upper bound the pooling and flattening of such networks
+keep far from."""
 BATCH_KEEPING_METHODS = frozenset({
     "to", "cuda", "cpu", "float", "double", "half", "bfloat16", "long", "int", "type", "view", "view_as", "reshape",
     "flatten", "squeeze", "unsqueeze", "contiguous", "detach", "clone", "permute", "transpose", "t",
@@ -41,157 +48,261 @@ NEXT_METHODS = frozenset({"next", "__next__"})
 """An iterator's methods that give its next batch (``dataiter.next()`` of older torch)."""
 MAX_DEPTH = 12
 """How many names and calls deep a batch is followed."""
+MAX_STEPS = 2000
+"""How many expressions one call's batches are followed through before giving up (not tiny)."""
+TRANSFORMS = "torchvision.transforms."
+
+
+class _GiveUp(Exception):
+    """Following the batches took more than :data:`MAX_STEPS` steps."""
 
 
 def on_tiny_images(model: SemanticModel, call: ast.Call) -> bool:
     """Whether ``call`` runs a small network on tiny images only (see the module's docstring)."""
     network = call.func
-    if not isinstance(network, ast.Name) or call.keywords or not call.args or _TinyBatches.resizing(model):
+    if not isinstance(network, ast.Name) or call.keywords or not call.args or model.imports.star_modules:
         return False
-    if not always_at_most(model, model.scope_at(network).resolve(network.id), SMALL_NETWORK):
+    if any(isinstance(node, COMPREHENSIONS) for node in model.ancestors(call)) or model.derived(_resizes):
+        return False
+    binding = model.scope_at(network).resolve(network.id)
+    width = widest_output(model, binding)
+    if width is None or not always_at_most(model, binding, SMALL_NETWORK):
         return False
     batches = _TinyBatches(model)
-    return all(batches.tiny(argument, frozenset(), 0) for argument in call.args)
+    try:
+        pixels = [batches.pixels(argument, frozenset(), 0) for argument in call.args]
+    except _GiveUp:
+        return False
+    return all(count is not None and count * width <= MAX_ELEMENTS for count in pixels)
+
+
+def _resizes(model: SemanticModel) -> bool:
+    """Whether the module calls anything of torch that resizes (``F.interpolate``, ``nn.Upsample``)."""
+    return any(resizes_images(name) for node in model.nodes(ast.Call) for name in model.resolved_names(node.func))
 
 
 class _TinyBatches:
-    """What one module's values are: tiny batches, and the loaders and datasets that give them."""
+    """How many pixels the batches of one module's values hold: tiny batches, and the loaders and
+    datasets that give them."""
 
     def __init__(self, model: SemanticModel) -> None:
         self.model = model
+        self.steps = 0
 
-    @staticmethod
-    def resizing(model: SemanticModel) -> bool:
-        return any(
-            resizes_images(name) for node in model.nodes(ast.Call) for name in model.resolved_names(node.func)
-        )
+    def _step(self, depth: int) -> bool:
+        self.steps += 1
+        if self.steps > MAX_STEPS:
+            raise _GiveUp
+        return depth <= MAX_DEPTH
 
-    def tiny(self, node: ast.expr, following: FrozenSet[Binding], depth: int) -> bool:
-        """Whether ``node`` holds a tiny batch, an example of a tiny dataset, or a part of one."""
-        if depth > MAX_DEPTH:
-            return False
+    def pixels(self, node: ast.expr, following: frozenset, depth: int) -> Optional[int]:
+        """The most pixels (per channel) the batch ``node`` holds, where it is a tiny batch, an
+        example of a tiny dataset, or a part of one; else None."""
+        if not self._step(depth):
+            return None
         if isinstance(node, ast.Name):
             return self._every_binding(node, following, depth)
         if isinstance(node, ast.Subscript):
-            return self.tiny(node.value, following, depth + 1) or self.dataset(node.value, following, depth + 1)
+            held = self.pixels(node.value, following, depth + 1)
+            return held if held is not None else self.dataset(node.value, depth + 1)
         if not isinstance(node, ast.Call) or any(isinstance(a, ast.Starred) for a in node.args):
-            return False
+            return None
         function = node.func
         if isinstance(function, ast.Attribute) and function.attr in BATCH_KEEPING_METHODS:
-            return self.tiny(function.value, following, depth + 1)
+            return self.pixels(function.value, following, depth + 1)
         if self.model.resolved_names(function) == {VARIABLE} and node.args:
-            return self.tiny(node.args[0], following, depth + 1)
-        return self._next_batch(node, following, depth)
+            return self.pixels(node.args[0], following, depth + 1)
+        return self._next_batch(node, depth)
 
-    def _every_binding(self, name: ast.Name, following: FrozenSet[Binding], depth: int) -> bool:
-        """Whether every binding of ``name`` (one at least) gives it a tiny batch or a part of one:
-        a loop's target over a tiny source, or an assignment of one. A binding met again while
-        following its own (``data = data.to(device)``) adds nothing."""
+    def _every_binding(self, name: ast.Name, following: frozenset, depth: int) -> Optional[int]:
+        """The most pixels any binding of ``name`` gives it, where each is a loop's target over a
+        tiny source or an assignment of a tiny batch; one that only moves, casts or reshapes the
+        name's own value (``data = data.to(device)``) keeps what the others give, and one at least
+        must be of another kind."""
         binding = self._assigned_binding(name)
-        if binding is None:
-            return False
-        if binding in following:
-            return True
+        if binding is None or binding in following:
+            return None
         following = following | {binding}
-        stores = [use for use in self.model.uses(binding) if not isinstance(use.ctx, ast.Load)]
-        return bool(stores) and all(self._binds_tiny(store, following, depth + 1) for store in stores)
+        counts: List[int] = []
+        for store in self.model.uses(binding):
+            if isinstance(store.ctx, ast.Load):
+                continue
+            value = self._bound_value(store)
+            if value is not None and self._rebinds_itself(value, binding.name):
+                continue
+            count = self._binds(store, value, following, depth + 1)
+            if count is None:
+                return None
+            counts.append(count)
+        return max(counts) if counts else None
 
-    def _binds_tiny(self, store: ast.Name, following: FrozenSet[Binding], depth: int) -> bool:
+    def _bound_value(self, store: ast.Name) -> Optional[ast.expr]:
+        """What an assignment binds ``store`` to: its value, or its element of a tuple display."""
         target: ast.AST = store
         parent = self.model.parent(store)
         while isinstance(parent, (ast.Tuple, ast.List)):
             target, parent = parent, self.model.parent(parent)
-        if isinstance(parent, (ast.For, ast.comprehension)) and parent.target is target:
-            return self.source(parent.iter, following, depth)
-        if isinstance(parent, ast.Assign) and parent.targets == [target]:
-            value = parent.value
-            if target is not store and isinstance(value, (ast.Tuple, ast.List)) and isinstance(target, (ast.Tuple, ast.List)):
-                parts = [part for part, element in zip(value.elts, target.elts) if element is store]
-                if len(value.elts) == len(target.elts) and parts:
-                    return self.tiny(parts[0], following, depth)
-            return self.tiny(value, following, depth)
-        return False
+        if not (isinstance(parent, ast.Assign) and parent.targets == [target]):
+            return None
+        value = parent.value
+        if target is not store and isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)):
+            parts = [part for part, element in zip(value.elts, target.elts) if element is store]
+            return parts[0] if len(value.elts) == len(target.elts) and parts else value
+        return value
 
-    def _next_batch(self, call: ast.Call, following: FrozenSet[Binding], depth: int) -> bool:
+    def _binds(self, store: ast.Name, value: Optional[ast.expr], following: frozenset, depth: int) -> Optional[int]:
+        if value is not None:
+            return self.pixels(value, following, depth)
+        target: ast.AST = store
+        parent = self.model.parent(store)
+        while isinstance(parent, (ast.Tuple, ast.List)):
+            target, parent = parent, self.model.parent(parent)
+        if isinstance(parent, ast.For) and parent.target is target:
+            return self.source(parent.iter, depth)
+        return None
+
+    def _next_batch(self, call: ast.Call, depth: int) -> Optional[int]:
         """``next(iter(loader))``, ``next(batches)`` or ``batches.next()`` where ``batches =
         iter(loader)``: a batch of a tiny source."""
         function = call.func
         if isinstance(function, ast.Attribute) and function.attr in NEXT_METHODS and not call.args:
-            return self._iterator(function.value, following, depth + 1)
+            return self._iterator(function.value, depth + 1)
         if isinstance(function, ast.Name) and len(call.args) == 1 and self.model.is_builtin(function, {"next"}):
-            return self._iterator(call.args[0], following, depth + 1)
-        return False
+            return self._iterator(call.args[0], depth + 1)
+        return None
 
-    def _iterator(self, node: ast.expr, following: FrozenSet[Binding], depth: int) -> bool:
+    def _iterator(self, node: ast.expr, depth: int) -> Optional[int]:
+        if not self._step(depth):
+            return None
         if isinstance(node, ast.Name):
-            return self._assigned(node, lambda value: self._iterator(value, following, depth + 1))
-        return (
-            isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) == 1
-            and self.model.is_builtin(node.func, {"iter"}) and self.source(node.args[0], following, depth + 1)
-        )
+            return self._assigned(node, lambda value: self._iterator(value, depth + 1))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) == 1 and self.model.is_builtin(node.func, {"iter"}):
+            return self.source(node.args[0], depth + 1)
+        return None
 
-    def source(self, node: ast.expr, following: FrozenSet[Binding], depth: int) -> bool:
-        """Whether iterating ``node`` gives tiny batches or examples: a tiny loader or dataset, or
-        ``enumerate`` of one."""
-        if depth > MAX_DEPTH:
-            return False
+    def source(self, node: ast.expr, depth: int) -> Optional[int]:
+        """The most pixels a batch or an example drawn from ``node`` holds: a tiny loader or
+        dataset, or ``enumerate`` of one."""
+        if not self._step(depth):
+            return None
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and self.model.is_builtin(node.func, {"enumerate"}):
-            return len(node.args) >= 1 and not isinstance(node.args[0], ast.Starred) and self.source(node.args[0], following, depth + 1)
-        return self.loader(node, following, depth) or self.dataset(node, following, depth)
+            if not node.args or isinstance(node.args[0], ast.Starred):
+                return None
+            return self.source(node.args[0], depth + 1)
+        loaded = self.loader(node, depth)
+        return loaded if loaded is not None else self.dataset(node, depth)
 
-    def loader(self, node: ast.expr, following: FrozenSet[Binding], depth: int) -> bool:
+    def loader(self, node: ast.expr, depth: int) -> Optional[int]:
         """A ``DataLoader`` of a tiny dataset, in batches of a size the code spells, at most
-        :data:`MAX_BATCH`."""
-        if depth > MAX_DEPTH:
-            return False
+        :data:`MAX_BATCH`: the pixels of a batch."""
+        if not self._step(depth):
+            return None
         if isinstance(node, ast.Name):
-            return self._assigned(node, lambda value: self.loader(value, following, depth + 1))
+            return self._assigned(node, lambda value: self.loader(value, depth + 1))
         if not (isinstance(node, ast.Call) and self.model.resolved_names(node.func) == {DATA_LOADER}):
-            return False
+            return None
         if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None or k.arg == "batch_sampler" for k in node.keywords):
-            return False
+            return None
         dataset = _argument(node, 0, "dataset")
         batch = _argument(node, 1, "batch_size")
-        size = 1 if batch is None else spelled_value(self.model, batch)
-        return (
-            dataset is not None and isinstance(size, int) and not isinstance(size, bool) and 0 < size <= MAX_BATCH
-            and self.dataset(dataset, following, depth + 1)
-        )
+        size = 1 if batch is None else self._spelled_count(batch)
+        pixels = self.dataset(dataset, depth + 1) if dataset is not None else None
+        if size is None or not 0 < size <= MAX_BATCH or pixels is None:
+            return None
+        return size * pixels
 
-    def dataset(self, node: ast.expr, following: FrozenSet[Binding], depth: int) -> bool:
-        """One of torchvision's datasets of tiny images, or a ``Subset`` of one."""
-        if depth > MAX_DEPTH:
-            return False
+    def _spelled_count(self, node: ast.expr) -> Optional[int]:
+        """A count spelled with numbers, names and arithmetic only (no item or attribute, which code
+        may change in place)."""
+        if any(isinstance(part, (ast.Subscript, ast.Attribute, ast.Call)) for part in ast.walk(node)):
+            return None
+        value = spelled_value(self.model, node)
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    def dataset(self, node: ast.expr, depth: int) -> Optional[int]:
+        """One of torchvision's datasets of tiny images whose transform keeps them so, or a
+        ``Subset`` of one: the pixels of an image."""
+        if not self._step(depth):
+            return None
         if isinstance(node, ast.Name):
-            return self._assigned(node, lambda value: self.dataset(value, following, depth + 1))
+            return self._assigned(node, lambda value: self.dataset(value, depth + 1))
+        if not isinstance(node, ast.Call):
+            return None
+        names = self.model.resolved_names(node.func)
+        if len(names) == 1 and next(iter(names)) in TINY_IMAGE_DATASETS:
+            transform = next((k.value for k in node.keywords if k.arg == "transform"), None)
+            if any(k.arg is None for k in node.keywords) or len(node.args) > 2 or (
+                transform is not None and not self._keeps_size(transform, depth + 1)
+            ):
+                return None  # a transform passed by position or unpacked is not read
+            return TINY_IMAGE_DATASETS[next(iter(names))]
+        inner = _argument(node, 0, "dataset")
+        return self.dataset(inner, depth + 1) if names == {DATA_SUBSET} and inner is not None else None
+
+    def _keeps_size(self, node: ast.expr, depth: int) -> bool:
+        """Whether the transform ``node`` gives images no larger than it is given: ``None``, or
+        torchvision's size-keeping transforms, composed, through names bound once to them."""
+        if not self._step(depth):
+            return False
+        if isinstance(node, ast.Constant) and node.value is None:
+            return True
+        if isinstance(node, ast.Name):
+            return self._assigned(node, lambda value: 1 if self._keeps_size(value, depth + 1) else None) is not None
+        if isinstance(node, (ast.List, ast.Tuple)):
+            return all(self._keeps_size(element, depth + 1) for element in node.elts)
         if not isinstance(node, ast.Call):
             return False
         names = self.model.resolved_names(node.func)
-        if len(names) == 1 and next(iter(names)) in TINY_IMAGE_DATASETS:
-            return True
-        inner = _argument(node, 0, "dataset")
-        return names == {DATA_SUBSET} and inner is not None and self.dataset(inner, following, depth + 1)
+        if len(names) != 1 or not next(iter(names)).startswith(TRANSFORMS):
+            return False
+        transform = next(iter(names)).rpartition(".")[2]
+        if transform in CROP_TRANSFORMS:
+            side = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "size"), None)
+            count = self._spelled_count(side) if side is not None else None
+            padded = any(k.arg == "pad_if_needed" and not (isinstance(k.value, ast.Constant) and k.value.value is False) for k in node.keywords)
+            return count is not None and 0 < count <= TINY_IMAGE_SIDE and not padded
+        if transform == ROTATION_TRANSFORM:
+            return not any(k.arg == "expand" for k in node.keywords) and len(node.args) <= 2
+        if transform not in SIZE_KEEPING_TRANSFORMS:
+            return False
+        return all(
+            self._keeps_size(argument, depth + 1) for argument in [*node.args, *(k.value for k in node.keywords)]
+            if isinstance(argument, (ast.List, ast.Tuple, ast.Call, ast.Name))
+        )
 
-    def _assigned(self, name: ast.Name, counts: Callable[[ast.expr], bool]) -> bool:
-        """Whether ``name`` is bound only by plain assignments (one at least), each of a value that
-        ``counts``."""
-        values = self._assigned_values(name)
-        return values is not None and all(counts(value) for value in values)
-
-    def _assigned_values(self, name: ast.Name) -> Optional[List[ast.expr]]:
+    def _assigned(self, name: ast.Name, counts: Callable[[ast.expr], Optional[int]]) -> Optional[int]:
+        """The most any value ``name`` is bound to gives, where it is bound only by plain
+        assignments (one at least), each of which ``counts``; else None."""
         binding = self._assigned_binding(name)
         if binding is None:
             return None
-        values: List[ast.expr] = []
+        found: List[int] = []
         for use in self.model.uses(binding):
             if isinstance(use.ctx, ast.Load):
                 continue
             statement = self.model.parent(use)
             if not (isinstance(statement, ast.Assign) and statement.targets == [use]):
                 return None
-            values.append(statement.value)
-        return values or None
+            count = counts(statement.value)
+            if count is None:
+                return None
+            found.append(count)
+        return max(found) if found else None
 
+    def _rebinds_itself(self, value: ast.expr, name: str) -> bool:
+        """``data.to(device)``, ``Variable(data).cuda()``, ``data.view(-1, 784)``: the name's own
+        value moved, cast or reshaped (an index too: ``data[:, perm]``)."""
+        while True:
+            if isinstance(value, ast.Name):
+                return value.id == name
+            if isinstance(value, ast.Subscript):
+                value = value.value
+            elif isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in BATCH_KEEPING_METHODS:
+                value = value.func.value
+            elif isinstance(value, ast.Call) and self.model.resolved_names(value.func) == {VARIABLE} and value.args:
+                value = value.args[0]
+            else:
+                return False
 
     def _assigned_binding(self, name: ast.Name) -> Optional[Binding]:
         """The binding ``name`` reads, where it is bound only by ``Name`` targets: not a parameter,
@@ -209,3 +320,4 @@ def _argument(call: ast.Call, index: int, keyword: str) -> Optional[ast.expr]:
     if passed is None and index < len(call.args):
         passed = call.args[index]
     return passed
+

@@ -376,13 +376,30 @@ DATA_SUBSET = "torch.utils.data.Subset"
 VARIABLE = "torch.autograd.Variable"
 """The tensor wrapper of older torch: since 0.4 it returns the tensor it is given."""
 
-TINY_IMAGE_DATASETS = frozenset({
-    "torchvision.datasets.MNIST", "torchvision.datasets.FashionMNIST", "torchvision.datasets.KMNIST",
-    "torchvision.datasets.QMNIST", "torchvision.datasets.EMNIST", "torchvision.datasets.USPS",
-    "torchvision.datasets.CIFAR10", "torchvision.datasets.CIFAR100", "torchvision.datasets.SVHN",
-})
-"""torchvision's datasets whose images are at most 32 x 32 pixels: 28 x 28 for the MNIST family,
+TINY_IMAGE_DATASETS = {
+    "torchvision.datasets.MNIST": 28 * 28, "torchvision.datasets.FashionMNIST": 28 * 28,
+    "torchvision.datasets.KMNIST": 28 * 28, "torchvision.datasets.QMNIST": 28 * 28,
+    "torchvision.datasets.EMNIST": 28 * 28, "torchvision.datasets.USPS": 16 * 16,
+    "torchvision.datasets.CIFAR10": 32 * 32, "torchvision.datasets.CIFAR100": 32 * 32,
+    "torchvision.datasets.SVHN": 32 * 32,
+}
+"""torchvision's datasets of tiny images, with the pixels of one image: 28 x 28 for the MNIST family,
 16 x 16 for USPS, 32 x 32 for CIFAR and SVHN (an example is an image and its label)."""
+TINY_IMAGE_SIDE = 32
+"""The side of the largest tiny image: a crop at most this large keeps an image tiny."""
+
+SIZE_KEEPING_TRANSFORMS = frozenset({
+    "Compose", "ToTensor", "PILToTensor", "ToImage", "ToDtype", "ConvertImageDtype", "ToPILImage", "Normalize",
+    "RandomHorizontalFlip", "RandomVerticalFlip", "RandomAffine", "ColorJitter", "Grayscale", "RandomGrayscale",
+    "GaussianBlur", "RandomErasing", "RandomInvert", "RandomPosterize", "RandomSolarize", "RandomAdjustSharpness",
+    "RandomAutocontrast", "RandomEqualize", "AutoAugment", "RandAugment", "TrivialAugmentWide", "AugMix",
+    "RandomApply", "RandomChoice", "RandomOrder",
+})
+"""torchvision transforms whose output image is no larger than their input (``RandomRotation`` keeps
+its size unless ``expand=True``; crops keep an image tiny at a size of at most
+:data:`TINY_IMAGE_SIDE` without ``pad_if_needed``): ``semantic.tiny_batches`` reads them."""
+ROTATION_TRANSFORM = "RandomRotation"
+CROP_TRANSFORMS = frozenset({"RandomCrop", "CenterCrop"})
 
 RESIZING_NAMES = frozenset({"resize", "resized_crop", "scale", "randomsizedcrop", "interpolate", "upsample"})
 """Lower-cased last components (past any ``Random`` prefix) of the calls that resize images:
