@@ -932,7 +932,7 @@ def _recurrent_size(layer: str, arguments: Environment) -> int:
     if arguments.get("proj_size", 0) != 0:
         raise _Unknown
     hidden, layers = _count(arguments, "hidden_size"), arguments.get("num_layers", 1)
-    directions = 2 if _flag_off(arguments, "bidirectional") else 1
+    directions = 2 if _flag(arguments, "bidirectional", default=False) else 1
     if not isinstance(layers, int) or isinstance(layers, bool) or layers < 1:
         raise _Unknown
     rows = RECURRENT_GATES[layer] * hidden
@@ -943,14 +943,6 @@ def _recurrent_size(layer: str, arguments: Environment) -> int:
     return size
 
 
-def _flag_off(environment: Environment, name: str) -> bool:
-    """A flag that is off unless the call passes it."""
-    value = environment.get(name, False)
-    if not isinstance(value, bool):
-        raise _Unknown
-    return value
-
-
 def _count(environment: Environment, name: str) -> int:
     value = environment.get(name)
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
@@ -958,8 +950,9 @@ def _count(environment: Environment, name: str) -> int:
     return value
 
 
-def _flag(environment: Environment, name: str) -> bool:
-    value = environment.get(name, True)
+def _flag(environment: Environment, name: str, default: bool = True) -> bool:
+    """A flag the call passes, or ``default`` where it passes none."""
+    value = environment.get(name, default)
     if not isinstance(value, bool):
         raise _Unknown
     return value
