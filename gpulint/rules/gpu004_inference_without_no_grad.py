@@ -18,9 +18,9 @@ from gpulint.engine.test_modules import is_test_module
 from gpulint.semantic.backward import backpropagated_functions
 from gpulint.semantic.confined import stays_inside
 from gpulint.semantic.evaluation import EvaluationFacts, ScopeFacts
-from gpulint.semantic.evaluation_tail import keeps_nothing_from
+from gpulint.semantic.evaluation_tail import hands_on, keeps_nothing_from, registers_hooks
 from gpulint.semantic.model import Function, SemanticModel
-from gpulint.semantic.one_example import HOOK_REGISTRATIONS, keeps_activations, runs_one_example
+from gpulint.semantic.one_example import keeps_activations, runs_one_example
 from gpulint.semantic.tiny_batches import on_tiny_images
 from gpulint.semantic.survey import ast_dotted_name
 from gpulint.semantic.torch_api import (
@@ -28,6 +28,7 @@ from gpulint.semantic.torch_api import (
 )
 
 OUTPUTS_LEAVE = "a value computed from the forward pass leaves the function, and a caller may backpropagate it"
+HANDED_ON = "the function hands values to code that may keep them or take gradients through them (a callable object, a logger)"
 MAY_TRAIN = "the function may also train: it switches a model to training mode or hands one to other code"
 MODULE_WRAP = "it wraps module-level statements in a block, and code after them may need their gradients"
 """Why a GPU004 fix is unsafe, as one line of help."""
@@ -173,7 +174,7 @@ class InferenceWithoutNoGrad(Rule):
             span = (code_range.start.line, code_range.start.column, code_range.end.line, code_range.end.column)
             message = self.inference_program_message if span in self.default_mode else self.message
             scope, _, loop = self.found_candidates[key]
-            if model.spells(HOOK_REGISTRATIONS):
+            if registers_hooks(model):
                 fix: FixOutcome = NoFix(HOOKS_KEEP_OUTPUTS)
             elif loop is not None:
                 fix = self._statement_fix(first, model.span(loop)[:2])
@@ -233,6 +234,9 @@ class InferenceWithoutNoGrad(Rule):
             return self.make_fix(Applicability.UNSAFE, edits, note=OUTPUTS_LEAVE)
         if _may_train(function, facts.set_modes, forward):
             return self.make_fix(Applicability.UNSAFE, edits, note=MAY_TRAIN)
+        model = self.context.model
+        if model is None or facts.function is None or hands_on(model, facts.function, facts.forward_calls):
+            return self.make_fix(Applicability.UNSAFE, edits, note=HANDED_ON)
         return self.make_fix(Applicability.SAFE, edits)
 
     def _statement_fix(self, first: cst.Call, start: Tuple[int, int]) -> FixOutcome:

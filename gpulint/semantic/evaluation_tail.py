@@ -10,11 +10,11 @@ statement on can keep a value past the function (:func:`keeps_nothing_from`).
 from __future__ import annotations
 
 import ast
-from typing import Collection, List
+from typing import Collection, List, Set
 
 from gpulint.semantic.confined import CONTAINER_MUTATORS, DEFINITIONS, STORING_FUNCTIONS
 from gpulint.semantic.model import Function, SemanticModel
-from gpulint.semantic.one_example import PYTHON_BUILTINS, keeps_activations
+from gpulint.semantic.one_example import HOOK_REGISTRATIONS, PYTHON_BUILTINS, keeps_activations
 from gpulint.semantic.survey import own_nodes
 from gpulint.semantic.torch_api import (
     DEVICE_KEEPING_TENSOR_METHODS, HISTORY_FREE_METHODS, LAYOUT_METHODS, TENSOR_TO_PYTHON_METHODS,
@@ -22,7 +22,13 @@ from gpulint.semantic.torch_api import (
 
 LIBRARIES = ("torch.", "numpy.")
 """Functions that keep nothing they are given (``F.cross_entropy(out, y)``, ``np.mean(...)``)."""
+HOOK_TABLES = frozenset({"_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_global_forward_hooks"})
+"""A module's hook dictionaries, which code may fill without a ``register_*`` call."""
 MODE_METHODS = frozenset({"eval", "train"})
+COLLECTING_BUILTINS = frozenset({"sum", "min", "max", "abs", "sorted", "list", "tuple", "zip", "enumerate", "range", "map"})
+"""Builtins whose result is a new value made of what they are given: they keep nothing themselves."""
+PYTHON_VALUE_BUILTINS = frozenset({"float", "int", "bool", "str", "len", "round", "repr", "format"})
+"""Builtins whose result is a Python value whatever they are given."""
 """A module's mode switches: they return the module and keep nothing."""
 TENSOR_METHODS = LAYOUT_METHODS | DEVICE_KEEPING_TENSOR_METHODS | HISTORY_FREE_METHODS
 """Tensor methods that give a new value and keep nothing (``x.to(device)``, ``out.argmax(1)``)."""
@@ -64,6 +70,60 @@ def keeps_nothing_from(model: SemanticModel, function: Function, statements: Lis
     return True
 
 
+def hands_on(model: SemanticModel, function: Function, forward: Collection[ast.Call]) -> bool:
+    """Whether the function hands a value computed from its forward passes ``forward`` (the call,
+    or a name bound from one, in turn) to something that may keep it or take gradients through it:
+    a callable object such as a Grad-CAM, a logger, a metric's ``update``; any call but those
+    :func:`keeps_nothing_from` accepts."""
+    allowed = {id(call) for call in forward}
+    derived = _names_computed_from(function, allowed)
+
+    def computed(node: ast.expr) -> bool:
+        if python_value(node) or isinstance(node, ast.JoinedStr) or (
+            isinstance(node, ast.Call) and model.is_builtin(node.func, PYTHON_VALUE_BUILTINS)
+        ):
+            return False  # a Python value holds no tensor
+        return any(
+            id(part) in allowed or (isinstance(part, ast.Name) and part.id in derived) for part in ast.walk(node)
+        )
+
+    return any(
+        isinstance(node, ast.Call) and id(node) not in allowed
+        and any(computed(argument) for argument in [*node.args, *(k.value for k in node.keywords)])
+        and not _keeps_nothing(model, function, node)
+        for node in own_nodes(function.node.body)
+    )
+
+
+def _names_computed_from(function: Function, forward: Set[int]) -> Set[str]:
+    """The names the function binds, directly or through others, to a value computed from one of
+    the calls ``forward`` (by ``id``)."""
+    names: Set[str] = set()
+    assignments = [node for node in own_nodes(function.node.body) if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.NamedExpr))]
+    changed = True
+    while changed:
+        changed = False
+        for node in assignments:
+            value = node.iter if isinstance(node, ast.For) else node.value
+            if value is None or not any(
+                id(part) in forward or (isinstance(part, ast.Name) and part.id in names) for part in ast.walk(value)
+            ):
+                continue
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                new = {part.id for part in ast.walk(target) if isinstance(part, ast.Name)} - names
+                if new:
+                    names |= new
+                    changed = True
+    return names
+
+
+def registers_hooks(model: SemanticModel) -> bool:
+    """Whether the module registers a module hook or writes a module's hook tables
+    (``register_forward_hook``, ``_forward_hooks``): a hook may hand activations anywhere."""
+    return any(node.attr in HOOK_REGISTRATIONS or node.attr in HOOK_TABLES for node in model.nodes(ast.Attribute))
+
+
 def python_value(node: ast.expr) -> bool:
     """A constant, a Python value of a tensor (``.item()``, ``.tolist()``), or a tuple of them."""
     if isinstance(node, ast.Constant):
@@ -88,7 +148,7 @@ def _keeps_nothing(model: SemanticModel, function: Function, call: ast.Call) -> 
     if names and all(name.startswith(LIBRARIES) or name.rpartition(".")[2][:1].islower() for name in names):
         return True  # torch's, numpy's or another module's function (not a class)
     if isinstance(func, ast.Name):
-        return model.is_builtin(func, PYTHON_BUILTINS)
+        return model.is_builtin(func, PYTHON_BUILTINS | COLLECTING_BUILTINS)
     if not isinstance(func, ast.Attribute) or func.attr in CONTAINER_MUTATORS or func.attr.endswith("_"):
         return False
     if (func.attr in MODE_METHODS and not call.args) or func.attr in TENSOR_METHODS:
