@@ -34,6 +34,25 @@ PARAMETER = "torch.nn.Parameter"
 BUFFER_REGISTRATION = "register_buffer"
 MAX_DEPTH = 8
 """How deep classes built by classes are followed."""
+SIZE_CHANGING_FREE_LAYERS = frozenset({
+    "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "Upsample",
+})
+"""Layers without weights whose output may be larger than their input: an adaptive pooling to a
+size larger than the input's, an upsampling."""
+SMALL_SIDE = 32
+"""The largest side an adaptive pooling may give and still shrink a tiny image."""
+SIZE_KEEPING_CALLS = frozenset({
+    "relu", "relu6", "leaky_relu", "gelu", "silu", "elu", "selu", "sigmoid", "tanh", "softmax", "log_softmax",
+    "dropout", "dropout1d", "dropout2d", "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d",
+    "avg_pool3d", "flatten", "squeeze", "unsqueeze", "mean", "sum", "amax", "max", "argmax", "transpose", "permute",
+})
+"""torch functions (``torch.X``, ``F.X``) whose result is no larger than their first argument."""
+SIZE_KEEPING_METHODS_OF_TENSORS = frozenset({
+    "view", "view_as", "reshape", "flatten", "squeeze", "unsqueeze", "permute", "transpose", "contiguous", "size",
+    "dim", "numel", "mean", "sum", "max", "min", "argmax", "float", "half", "double", "to", "cpu", "cuda", "relu",
+    "sigmoid", "tanh", "softmax", "log_softmax", "clamp", "detach", "t",
+})
+"""Tensor methods whose result is no larger than the tensor they are called on."""
 
 Value = Union[int, float, bool, str, None, Tuple["Value", ...]]
 T = TypeVar("T")
@@ -417,6 +436,8 @@ class _Evaluator:
                 return self.tensor_size(data, environment)
             layer = nn_class_name(qualified)
             if layer in PARAMETER_FREE_LAYERS:
+                if layer in SIZE_CHANGING_FREE_LAYERS and not self.shrinks(node, environment):
+                    self.unbounded = True  # ``nn.AdaptiveAvgPool2d(224)``, ``nn.Upsample`` may enlarge
                 return 0
             if layer in MODULE_WRAPPERS and node.args and not isinstance(node.args[0], ast.Starred):
                 return self.size(node.args[0], environment, depth + 1)
@@ -437,6 +458,17 @@ class _Evaluator:
         if built is None:
             raise _Unknown
         return self.class_size(built, node, environment, depth)
+
+    def shrinks(self, node: ast.Call, environment: Environment) -> bool:
+        """Whether an adaptive pooling's output size is spelled, at most :data:`SMALL_SIDE`."""
+        if not nn_class_name(next(iter(self.model.resolved_names(node.func)), "")).startswith("Adaptive") or len(node.args) != 1:
+            return False
+        try:
+            side = self.value(node.args[0], environment)
+        except _Unknown:
+            return False
+        sides = side if isinstance(side, tuple) else (side,)
+        return all(isinstance(part, int) and not isinstance(part, bool) and 0 < part <= SMALL_SIDE for part in sides)
 
     def payload_size(self, value: ast.expr, depth: int) -> int:
         """The tensor elements ``value`` holds (see :func:`is_toy_payload`)."""
@@ -885,12 +917,18 @@ def _arithmetic(operator: ast.operator, left: Value, right: Value) -> int:
 
 def _layer_width(kind: str, layer: str, arguments: Environment) -> Optional[int]:
     """What a layer of ``SIZED_LAYERS`` puts out per pixel or example, where it does not enlarge
-    its input: None for a transposed convolution (which does) and a recurrent layer (whose gates,
-    per step, the count does not follow); a batch norm's output is its input's size (0 more)."""
+    its input: None for a transposed convolution and a convolution padded by more than half its
+    kernel (which do) and a recurrent layer (whose gates, per step, the count does not follow); a
+    batch norm's output is its input's size (0 more)."""
     if kind == "linear":
         return _count(arguments, "out_features")
     if kind == "conv":
-        return None if layer.startswith("ConvTranspose") else _count(arguments, "out_channels")
+        padding, kernel = arguments.get("padding", 0), arguments.get("kernel_size")
+        if layer.startswith("ConvTranspose") or not (padding in ("same", "valid") or (
+            isinstance(padding, int) and isinstance(kernel, int) and 0 <= padding <= kernel // 2
+        )):
+            return None
+        return _count(arguments, "out_channels")
     if kind == "embedding":
         return _count(arguments, "embedding_dim")
     if kind == "batch_norm":
@@ -899,28 +937,51 @@ def _layer_width(kind: str, layer: str, arguments: Environment) -> Optional[int]
 
 
 def _applies_layers_again(model: SemanticModel, built: ast.ClassDef, constructor: ast.FunctionDef) -> bool:
-    """Whether a method of the class, other than its constructor, loops (a loop or a comprehension)
-    or calls one of its instance's attributes more than once, but those the constructor binds to a
-    layer without weights (a pooling or an activation may run on each layer's output)."""
+    """Whether a method of the class, other than its constructor, may compute more than each of
+    its layers once: a loop or a comprehension; a call of an attribute of the instance other than a
+    layer the constructor binds once (a layer with weights called twice, ``self.forward``,
+    ``self.conv.forward``); a call of anything but torch's functions that keep or shrink sizes
+    (``F.relu``, ``F.max_pool2d``: :data:`SIZE_KEEPING_CALLS`) and tensor methods that do
+    (``view``, ``flatten``, ``mean``); or any ``nn.Parameter`` of the class (broadcast in
+    ``forward``, it may multiply a batch's size)."""
     receiver = constructor.args.args[0].arg if constructor.args.args else ""
-    free = {
-        target.attr for statement in constructor.body if isinstance(statement, ast.Assign)
-        for target in statement.targets
-        if isinstance(target, ast.Attribute) and ast_dotted_name(target.value) == receiver and isinstance(statement.value, ast.Call)
-        and any(nn_class_name(name) in PARAMETER_FREE_LAYERS for name in model.resolved_names(statement.value.func))
-    }
+    bound: Dict[str, int] = {}
+    free: Set[str] = set()
+    for statement in constructor.body:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Call) and PARAMETER in model.resolved_names(node.func):
+                return True
+        if not isinstance(statement, ast.Assign):
+            continue
+        for target in statement.targets:
+            if isinstance(target, ast.Attribute) and ast_dotted_name(target.value) == receiver:
+                bound[target.attr] = bound.get(target.attr, 0) + 1
+                if isinstance(statement.value, ast.Call) and any(
+                    nn_class_name(name) in PARAMETER_FREE_LAYERS for name in model.resolved_names(statement.value.func)
+                ):
+                    free.add(target.attr)
+    called: Set[str] = set()
     for method in built.body:
         if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) or method is constructor:
             continue
         own = method.args.args[0].arg if method.args.args else ""
-        called: Set[str] = set()
         for node in ast.walk(method):
-            if isinstance(node, (ast.For, ast.AsyncFor, ast.While, ast.comprehension)):
+            if isinstance(node, (ast.For, ast.AsyncFor, ast.While, ast.comprehension, ast.Lambda)):
                 return True
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and ast_dotted_name(node.func.value) == own:
-                if node.func.attr in called and node.func.attr not in free:
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            if isinstance(func, ast.Attribute) and ast_dotted_name(func.value) == own:
+                if bound.get(func.attr) != 1 or (func.attr in called and func.attr not in free):
                     return True
-                called.add(node.func.attr)
+                called.add(func.attr)
+            elif isinstance(func, ast.Attribute) and not model.resolved_names(func):
+                if func.attr not in SIZE_KEEPING_METHODS_OF_TENSORS:
+                    return True
+            elif not (isinstance(func, ast.Name) and model.is_builtin(func, {"print", "len", "isinstance"})) and not any(
+                name.rpartition(".")[2] in SIZE_KEEPING_CALLS and name.startswith("torch.") for name in model.resolved_names(func)
+            ):
+                return True
     return False
 
 

@@ -16,8 +16,10 @@ a dataset (``image, label = test_data[i]``), or any of them moved, cast, reshape
 ``DataLoader`` of such a dataset with a ``batch_size`` spelled with numbers (one where it passes
 none); a dataset is one of torchvision's datasets of tiny images (``torch_api.TINY_IMAGE_DATASETS``)
 whose ``transform`` keeps images as small (``torch_api.SIZE_KEEPING_TRANSFORMS``), or a ``Subset`` of
-one. The call is in no comprehension (which may keep every batch's outputs at once), and the module
-has no star import and calls nothing that resizes (``F.interpolate``, ``nn.Upsample``).
+one. The call is in a loop whose values stay in it (:func:`~gpulint.semantic.confined.stays_inside`:
+no batch's outputs kept past it, as ``all_logits.append(out)`` would) and in no comprehension
+(which may keep every batch's outputs at once), and the module has no star import and calls
+nothing that resizes (``F.interpolate``, ``nn.Upsample``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from __future__ import annotations
 import ast
 from typing import Callable, List, Optional
 
+from gpulint.semantic.confined import stays_inside
 from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.model_size import SMALL_NETWORK, always_at_most, spelled_value, widest_output
 from gpulint.semantic.scopes import COMPREHENSIONS, Binding
@@ -64,6 +67,9 @@ def on_tiny_images(model: SemanticModel, call: ast.Call) -> bool:
         return False
     if any(isinstance(node, COMPREHENSIONS) for node in model.ancestors(call)) or model.derived(_resizes):
         return False
+    loop = _innermost_loop(model, call)
+    if loop is None or not stays_inside(model, loop):
+        return False  # outputs kept past their batch (``all_logits.append(out)``) pile up
     binding = model.scope_at(network).resolve(network.id)
     width = widest_output(model, binding)
     if width is None or not always_at_most(model, binding, SMALL_NETWORK):
@@ -74,6 +80,16 @@ def on_tiny_images(model: SemanticModel, call: ast.Call) -> bool:
     except _GiveUp:
         return False
     return all(count is not None and count * width <= MAX_ELEMENTS for count in pixels)
+
+
+def _innermost_loop(model: SemanticModel, call: ast.Call) -> Optional[ast.stmt]:
+    """The innermost loop of the call's own function (or module) around it."""
+    for node in model.ancestors(call):
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+            return node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return None
+    return None
 
 
 def _resizes(model: SemanticModel) -> bool:
@@ -241,11 +257,11 @@ class _TinyBatches:
 
     def _keeps_size(self, node: ast.expr, depth: int) -> bool:
         """Whether the transform ``node`` gives images no larger than it is given: ``None``, or
-        torchvision's size-keeping transforms, composed, through names bound once to them."""
+        torchvision's size-keeping transforms, composed, through names bound only to them."""
         if not self._step(depth):
             return False
-        if isinstance(node, ast.Constant) and node.value is None:
-            return True
+        if isinstance(node, (ast.Constant, ast.UnaryOp)):
+            return True  # no transform, or a transform's numbers (``Normalize((0.5,), (0.5,))``)
         if isinstance(node, ast.Name):
             return self._assigned(node, lambda value: 1 if self._keeps_size(value, depth + 1) else None) is not None
         if isinstance(node, (ast.List, ast.Tuple)):
