@@ -195,10 +195,12 @@ class AccumulatedAutogradHistory(Rule):
 
     def _parts_of_one_update(self, loop: Union[cst.For, cst.While], accumulated: str) -> bool:
         """A loop over the parts of one update (each domain's minibatch, micro-batches whose losses
-        are backpropagated one by one): in the block that holds it, ``accumulated`` is started
-        afresh before it (``total = 0``) and an optimizer's ``.step()`` (a receiver named for one:
-        ``opt``, ``optimizer``) is a statement of its own after it, and the loop holds no
-        ``.step()``. What it sums lives for that one update."""
+        are backpropagated one by one): in the block that holds it, ``accumulated`` is last bound
+        before it to a fresh start (``total = 0``) and an optimizer's ``.step()`` (a receiver named
+        for one: ``opt``, ``optimizer``) is a statement of its own after it; the loop holds no
+        ``.step()``, names no optimizer and calls no function of the module (which may step one);
+        and after it the sum is handed to no call but a builtin, nor put in a container or
+        returned. What it sums lives for that one update."""
         if any(_a_step(node) for node in subexpressions(loop.body)):
             return False
         block = self._parent(loop)
@@ -206,14 +208,40 @@ class AccumulatedAutogradHistory(Rule):
         index = next((i for i, statement in enumerate(statements) if statement is loop), None)
         if index is None:
             return False
-        started = any(_starts_afresh(statement, accumulated) for statement in statements[:index])
-        stepped = any(
-            isinstance(statement, cst.SimpleStatementLine) and any(
-                isinstance(small, cst.Expr) and _a_step(small.value) and _optimizer_step(small.value) for small in statement.body
-            )
-            for statement in statements[index + 1:]
-        )
-        return started and stepped
+        binding = [statement for statement in statements[:index] if accumulated in _bound_names(statement)]
+        if not binding or not _starts_afresh(binding[-1], accumulated):
+            return False
+        steps = [
+            small.value for statement in statements[index + 1:] if isinstance(statement, cst.SimpleStatementLine)
+            for small in statement.body if isinstance(small, cst.Expr) and _a_step(small.value) and _optimizer_step(small.value)
+        ]
+        if not steps:
+            return False
+        optimizers = {dotted_name(step.func.value) for step in steps if isinstance(step, cst.Call) and isinstance(step.func, cst.Attribute)}
+        defined = {node.name.value for node in subexpressions(self.context.module) if isinstance(node, cst.FunctionDef)}
+        for node in subexpressions(loop.body):
+            if isinstance(node, (cst.Name, cst.Attribute)) and dotted_name(node) in optimizers:
+                return False
+            if isinstance(node, cst.Call) and (_called_names(node) & defined):
+                return False
+        return not any(self._sum_kept(statement, accumulated) for statement in statements[index + 1:])
+
+    def _sum_kept(self, statement: cst.CSTNode, accumulated: str) -> bool:
+        """Whether ``statement`` hands the sum itself to a call other than a builtin, puts it in a
+        container or returns it."""
+        for node in subexpressions(statement):
+            if isinstance(node, cst.Call) and not (isinstance(node.func, cst.Name) and node.func.value in BUILTIN_NAMES):
+                if any(dotted_name(argument.value) == accumulated for argument in node.args):
+                    return True
+            elif isinstance(node, (cst.List, cst.Tuple, cst.Set)) and any(dotted_name(element.value) == accumulated for element in node.elements):
+                return True
+            elif isinstance(node, cst.Dict) and any(
+                isinstance(element, cst.DictElement) and dotted_name(element.value) == accumulated for element in node.elements
+            ):
+                return True
+            elif isinstance(node, cst.Return) and node.value is not None and dotted_name(node.value) == accumulated:
+                return True
+        return False
 
     def _in_batch_helper(self, scope_node: cst.CSTNode) -> bool:
         """A loss or criterion (what it sums is what the caller backpropagates) or a collate function."""
@@ -549,6 +577,17 @@ def _draws_batches(loop: Union[cst.For, cst.While]) -> bool:
 def _a_step(node: cst.CSTNode) -> bool:
     """A ``.step()`` call (of an optimizer, a scheduler or a scaler)."""
     return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "step"
+
+
+def _bound_names(statement: cst.CSTNode) -> Set[str]:
+    """The names a statement assigns (``x = ...``, ``x += ...``, ``x: T = ...``), at any depth."""
+    names: Set[str] = set()
+    for node in subexpressions(statement):
+        if isinstance(node, cst.Assign):
+            names.update(name for target in node.targets for name in _plain_names(target.target))
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
+            names.update(_plain_names(node.target))
+    return names
 
 
 def _starts_afresh(statement: cst.CSTNode, name: str) -> bool:
