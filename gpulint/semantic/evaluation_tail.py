@@ -15,6 +15,7 @@ from typing import Collection, List, Set
 from gpulint.semantic.confined import CONTAINER_MUTATORS, DEFINITIONS, STORING_FUNCTIONS
 from gpulint.semantic.model import Function, SemanticModel
 from gpulint.semantic.one_example import HOOK_REGISTRATIONS, PYTHON_BUILTINS, keeps_activations
+from gpulint.semantic.scopes import Binding
 from gpulint.semantic.survey import own_nodes
 from gpulint.semantic.torch_api import (
     DEVICE_KEEPING_TENSOR_METHODS, HISTORY_FREE_METHODS, LAYOUT_METHODS, TENSOR_TO_PYTHON_METHODS,
@@ -32,8 +33,10 @@ PYTHON_VALUE_BUILTINS = frozenset({"float", "int", "bool", "str", "len", "round"
 """A module's mode switches: they return the module and keep nothing."""
 TENSOR_METHODS = LAYOUT_METHODS | DEVICE_KEEPING_TENSOR_METHODS | HISTORY_FREE_METHODS
 """Tensor methods that give a new value and keep nothing (``x.to(device)``, ``out.argmax(1)``)."""
-FRESH_VALUES = (ast.Constant, ast.List, ast.Tuple, ast.Dict, ast.Set, ast.ListComp, ast.SetComp, ast.DictComp, ast.Call, ast.BinOp)
-"""Values an assignment gives a name afresh: a constant, a display, a call's result, arithmetic."""
+FRESH_VALUES = (ast.Constant, ast.List, ast.Tuple, ast.Dict, ast.Set, ast.ListComp, ast.SetComp, ast.DictComp, ast.BinOp)
+"""Values an assignment gives a name afresh: a constant, a display, arithmetic."""
+TRAINING_WORDS = frozenset({"backward", "step", "train", "fit", "update", "optim", "optimize", "grad", "grads"})
+"""Words of an imported function's name that say it may train with what it is given."""
 
 
 def keeps_nothing_from(model: SemanticModel, function: Function, statements: List[ast.stmt], forward: Collection[ast.Call]) -> bool:
@@ -133,6 +136,10 @@ def python_value(node: ast.expr) -> bool:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in TENSOR_TO_PYTHON_METHODS and not node.args
 
 
+def _words(name: str) -> Set[str]:
+    return {word for part in name.lower().split(".") for word in part.split("_") if word}
+
+
 def _constant_exception(exception: ast.expr) -> bool:
     """``raise StopTraining`` or ``raise ValueError("diverged")``: nothing of the function's values."""
     if isinstance(exception, ast.Call):
@@ -145,8 +152,10 @@ def _keeps_nothing(model: SemanticModel, function: Function, call: ast.Call) -> 
     names = model.resolved_names(func)
     if names & STORING_FUNCTIONS or model.class_built(call) is not None:
         return False
-    if names and all(name.startswith(LIBRARIES) or name.rpartition(".")[2][:1].islower() for name in names):
-        return True  # torch's, numpy's or another module's function (not a class)
+    if names and all(name.startswith(LIBRARIES) for name in names):
+        return True
+    if names and all(name.rpartition(".")[2][:1].islower() and not _words(name) & TRAINING_WORDS for name in names):
+        return True  # another module's function (not a class, nor named for training: a metrics helper)
     if isinstance(func, ast.Name):
         return model.is_builtin(func, PYTHON_BUILTINS | COLLECTING_BUILTINS)
     if not isinstance(func, ast.Attribute) or func.attr in CONTAINER_MUTATORS or func.attr.endswith("_"):
@@ -161,14 +170,36 @@ def _keeps_nothing(model: SemanticModel, function: Function, call: ast.Call) -> 
     return isinstance(root, ast.Name) and _fresh_local(model, function, root)
 
 
-def _fresh(value: ast.expr) -> bool:
-    """A value of its own: :data:`FRESH_VALUES`, or an item or attribute of a call's result
-    (``output.max(1)[1]``)."""
+def _fresh(model: SemanticModel, value: ast.expr) -> bool:
+    """A value of its own: a constant, a display, arithmetic, or the result (or an item of the
+    result) of torch's or numpy's functions, of builtins that build values and of tensor methods
+    (``output.max(1)[1]``); not another object's item, attribute or ``setdefault``."""
     while isinstance(value, (ast.Subscript, ast.Attribute)):
         value = value.value
         if isinstance(value, ast.Call):
-            return True
+            break
+    if isinstance(value, ast.Call):
+        names = model.resolved_names(value.func)
+        if names:
+            return all(name.startswith(LIBRARIES) for name in names)
+        if isinstance(value.func, ast.Name):
+            return model.is_builtin(value.func, PYTHON_VALUE_BUILTINS | COLLECTING_BUILTINS | {"dict", "set"})
+        return isinstance(value.func, ast.Attribute) and value.func.attr in TENSOR_METHODS
     return isinstance(value, FRESH_VALUES)
+
+
+def _unaliased(model: SemanticModel, binding: Binding) -> bool:
+    """Whether no read of the name hands its object on: as an assignment's value, a call's
+    argument, a container's element or a value stored in an item or attribute."""
+    for use in model.uses(binding):
+        if not isinstance(use.ctx, ast.Load):
+            continue
+        parent = model.parent(use)
+        if isinstance(parent, (ast.Assign, ast.AnnAssign, ast.NamedExpr, ast.List, ast.Tuple, ast.Set, ast.Dict, ast.keyword, ast.Starred)):
+            return False
+        if isinstance(parent, ast.Call) and use is not parent.func:
+            return False
+    return True
 
 
 def _fresh_local(model: SemanticModel, function: Function, name: ast.Name) -> bool:
@@ -184,8 +215,6 @@ def _fresh_local(model: SemanticModel, function: Function, name: ast.Name) -> bo
         statement = model.parent(use)
         if isinstance(statement, ast.AugAssign) and statement.target is use:
             continue
-        if not (isinstance(statement, ast.Assign) and statement.targets == [use] and _fresh(statement.value)):
+        if not (isinstance(statement, ast.Assign) and statement.targets == [use] and _fresh(model, statement.value)):
             return False
-        if isinstance(statement.value, ast.Call) and model.class_built(statement.value) is not None:
-            return False
-    return True
+    return _unaliased(model, binding)
