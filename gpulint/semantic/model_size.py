@@ -455,8 +455,8 @@ class _Evaluator:
                 return size
             raise _Unknown
         built = self.model.class_built(node)
-        if built is None:
-            raise _Unknown
+        if built is None or _rebound_by_assignment(self.model, node.func):
+            raise _Unknown  # ``Net = BigNet`` before ``Net()``: the name may hold another class
         return self.class_size(built, node, environment, depth)
 
     def shrinks(self, node: ast.Call, environment: Environment) -> bool:
@@ -913,6 +913,14 @@ def _arithmetic(operator: ast.operator, left: Value, right: Value) -> int:
         if isinstance(operator, ast.FloorDiv) and right:
             return left // right
     raise _Unknown
+
+
+def _rebound_by_assignment(model: SemanticModel, func: ast.expr) -> bool:
+    """Whether the name a class is called by is also assigned (``Net = BigNet``)."""
+    if not isinstance(func, ast.Name):
+        return False
+    binding = model.scope_at(func).resolve(func.id)
+    return any(not isinstance(use.ctx, ast.Load) for use in model.uses(binding))
 
 
 def _layer_width(kind: str, layer: str, arguments: Environment) -> Optional[int]:

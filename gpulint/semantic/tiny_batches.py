@@ -25,15 +25,16 @@ nothing that resizes (``F.interpolate``, ``nn.Upsample``).
 from __future__ import annotations
 
 import ast
+import math
 from typing import Callable, List, Optional
 
-from gpulint.semantic.confined import stays_inside
+from gpulint.semantic.confined import CONTAINER_MUTATORS, stays_inside
 from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.model_size import SMALL_NETWORK, always_at_most, spelled_value, widest_output
 from gpulint.semantic.scopes import COMPREHENSIONS, Binding
 from gpulint.semantic.torch_api import (
     CROP_TRANSFORMS, DATA_LOADER, DATA_SUBSET, ROTATION_TRANSFORM, SIZE_KEEPING_TRANSFORMS, TINY_IMAGE_DATASETS,
-    TINY_IMAGE_SIDE, VARIABLE, resizes_images,
+    VARIABLE, resizes_images,
 )
 
 MAX_BATCH = 1024
@@ -119,6 +120,8 @@ class _TinyBatches:
         if isinstance(node, ast.Name):
             return self._every_binding(node, following, depth)
         if isinstance(node, ast.Subscript):
+            if not _plain_index(node.slice):
+                return None  # ``data[torch.arange(256).repeat(100)]`` may repeat what it picks
             held = self.pixels(node.value, following, depth + 1)
             return held if held is not None else self.dataset(node.value, depth + 1)
         if not isinstance(node, ast.Call) or any(isinstance(a, ast.Starred) for a in node.args):
@@ -217,8 +220,8 @@ class _TinyBatches:
             return self._assigned(node, lambda value: self.loader(value, depth + 1))
         if not (isinstance(node, ast.Call) and self.model.resolved_names(node.func) == {DATA_LOADER}):
             return None
-        if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None or k.arg == "batch_sampler" for k in node.keywords):
-            return None
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg in (None, "batch_sampler", "collate_fn") for k in node.keywords):
+            return None  # a batch sampler or a collate function may make batches of any size
         dataset = _argument(node, 0, "dataset")
         batch = _argument(node, 1, "batch_size")
         size = 1 if batch is None else self._spelled_count(batch)
@@ -247,15 +250,16 @@ class _TinyBatches:
         names = self.model.resolved_names(node.func)
         if len(names) == 1 and next(iter(names)) in TINY_IMAGE_DATASETS:
             transform = next((k.value for k in node.keywords if k.arg == "transform"), None)
+            pixels = TINY_IMAGE_DATASETS[next(iter(names))]
             if any(k.arg is None for k in node.keywords) or len(node.args) > 2 or (
-                transform is not None and not self._keeps_size(transform, depth + 1)
+                transform is not None and not self._keeps_size(transform, math.isqrt(pixels), depth + 1)
             ):
                 return None  # a transform passed by position or unpacked is not read
-            return TINY_IMAGE_DATASETS[next(iter(names))]
+            return pixels
         inner = _argument(node, 0, "dataset")
         return self.dataset(inner, depth + 1) if names == {DATA_SUBSET} and inner is not None else None
 
-    def _keeps_size(self, node: ast.expr, depth: int) -> bool:
+    def _keeps_size(self, node: ast.expr, side: int, depth: int) -> bool:
         """Whether the transform ``node`` gives images no larger than it is given: ``None``, or
         torchvision's size-keeping transforms, composed, through names bound only to them."""
         if not self._step(depth):
@@ -263,9 +267,9 @@ class _TinyBatches:
         if isinstance(node, (ast.Constant, ast.UnaryOp)):
             return True  # no transform, or a transform's numbers (``Normalize((0.5,), (0.5,))``)
         if isinstance(node, ast.Name):
-            return self._assigned(node, lambda value: 1 if self._keeps_size(value, depth + 1) else None) is not None
+            return self._assigned(node, lambda value: 1 if self._keeps_size(value, side, depth + 1) else None) is not None
         if isinstance(node, (ast.List, ast.Tuple)):
-            return all(self._keeps_size(element, depth + 1) for element in node.elts)
+            return all(self._keeps_size(element, side, depth + 1) for element in node.elts)
         if not isinstance(node, ast.Call):
             return False
         names = self.model.resolved_names(node.func)
@@ -273,16 +277,16 @@ class _TinyBatches:
             return False
         transform = next(iter(names)).rpartition(".")[2]
         if transform in CROP_TRANSFORMS:
-            side = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "size"), None)
-            count = self._spelled_count(side) if side is not None else None
+            crop = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "size"), None)
+            count = self._spelled_count(crop) if crop is not None else None
             padded = any(k.arg == "pad_if_needed" and not (isinstance(k.value, ast.Constant) and k.value.value is False) for k in node.keywords)
-            return count is not None and 0 < count <= TINY_IMAGE_SIDE and not padded
+            return count is not None and 0 < count <= side and not padded
         if transform == ROTATION_TRANSFORM:
             return not any(k.arg == "expand" for k in node.keywords) and len(node.args) <= 2
         if transform not in SIZE_KEEPING_TRANSFORMS:
             return False
         return all(
-            self._keeps_size(argument, depth + 1) for argument in [*node.args, *(k.value for k in node.keywords)]
+            self._keeps_size(argument, side, depth + 1) for argument in [*node.args, *(k.value for k in node.keywords)]
             if isinstance(argument, (ast.List, ast.Tuple, ast.Call, ast.Name))
         )
 
@@ -290,7 +294,7 @@ class _TinyBatches:
         """The most any value ``name`` is bound to gives, where it is bound only by plain
         assignments (one at least), each of which ``counts``; else None."""
         binding = self._assigned_binding(name)
-        if binding is None:
+        if binding is None or self._changed(binding):
             return None
         found: List[int] = []
         for use in self.model.uses(binding):
@@ -311,7 +315,7 @@ class _TinyBatches:
         while True:
             if isinstance(value, ast.Name):
                 return value.id == name
-            if isinstance(value, ast.Subscript):
+            if isinstance(value, ast.Subscript) and _plain_index(value.slice):
                 value = value.value
             elif isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in BATCH_KEEPING_METHODS:
                 value = value.func.value
@@ -319,6 +323,26 @@ class _TinyBatches:
                 value = value.args[0]
             else:
                 return False
+
+    def _changed(self, binding: Binding) -> bool:
+        """Whether code may change the object a name holds in place: an attribute or item stored
+        through it (``test_set.transform = ...``, ``loader.dataset.data = ...``), or a mutator or
+        in-place method called on it or on a part of it (``transforms_list.insert(...)``)."""
+        for use in self.model.uses(binding):
+            if not isinstance(use.ctx, ast.Load):
+                continue
+            node: ast.AST = use
+            parent = self.model.parent(use)
+            while isinstance(parent, (ast.Attribute, ast.Subscript)) and parent.value is node:
+                if not isinstance(parent.ctx, ast.Load):
+                    return True
+                call = self.model.parent(parent)
+                if isinstance(parent, ast.Attribute) and isinstance(call, ast.Call) and call.func is parent and (
+                    parent.attr in CONTAINER_MUTATORS or parent.attr.endswith("_")
+                ):
+                    return True
+                node, parent = parent, call
+        return False
 
     def _assigned_binding(self, name: ast.Name) -> Optional[Binding]:
         """The binding ``name`` reads, where it is bound only by ``Name`` targets: not a parameter,
@@ -328,6 +352,15 @@ class _TinyBatches:
         if self.model.bound_otherwise(binding) or name.id in scope.parameters or name.id in scope.globals | scope.nonlocals or scope.is_class:
             return None
         return binding
+
+
+def _plain_index(index: ast.expr) -> bool:
+    """An index that picks each element at most once: constants, names and slices of them."""
+    parts = index.elts if isinstance(index, ast.Tuple) else [index]
+    return all(
+        isinstance(part, (ast.Constant, ast.Slice)) or (isinstance(part, ast.UnaryOp) and isinstance(part.operand, ast.Constant))
+        for part in parts
+    )
 
 
 def _argument(call: ast.Call, index: int, keyword: str) -> Optional[ast.expr]:

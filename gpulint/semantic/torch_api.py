@@ -385,9 +385,6 @@ TINY_IMAGE_DATASETS = {
 }
 """torchvision's datasets of tiny images, with the pixels of one image: 28 x 28 for the MNIST family,
 16 x 16 for USPS, 32 x 32 for CIFAR and SVHN (an example is an image and its label)."""
-TINY_IMAGE_SIDE = 32
-"""The side of the largest tiny image: a crop at most this large keeps an image tiny."""
-
 SIZE_KEEPING_TRANSFORMS = frozenset({
     "Compose", "ToTensor", "PILToTensor", "ToImage", "ToDtype", "ConvertImageDtype", "ToPILImage", "Normalize",
     "RandomHorizontalFlip", "RandomVerticalFlip", "RandomAffine", "ColorJitter", "Grayscale", "RandomGrayscale",
@@ -396,8 +393,8 @@ SIZE_KEEPING_TRANSFORMS = frozenset({
     "RandomApply", "RandomChoice", "RandomOrder",
 })
 """torchvision transforms whose output image is no larger than their input (``RandomRotation`` keeps
-its size unless ``expand=True``; crops keep an image tiny at a size of at most
-:data:`TINY_IMAGE_SIDE` without ``pad_if_needed``): ``semantic.tiny_batches`` reads them."""
+its size unless ``expand=True``; a crop keeps it at a size of at most the image's side, without
+``pad_if_needed``): ``semantic.tiny_batches`` reads them."""
 ROTATION_TRANSFORM = "RandomRotation"
 CROP_TRANSFORMS = frozenset({"RandomCrop", "CenterCrop"})
 
