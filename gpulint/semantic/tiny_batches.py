@@ -120,10 +120,10 @@ class _TinyBatches:
         if isinstance(node, ast.Name):
             return self._every_binding(node, following, depth)
         if isinstance(node, ast.Subscript):
-            if not _plain_index(node.slice):
-                return None  # ``data[torch.arange(256).repeat(100)]`` may repeat what it picks
-            held = self.pixels(node.value, following, depth + 1)
-            return held if held is not None else self.dataset(node.value, depth + 1)
+            example = self.dataset(node.value, depth + 1)  # ``test_data[i]``: one example, whatever ``i``
+            if example is not None or not _plain_index(node.slice):
+                return example  # ``data[torch.arange(256).repeat(100)]`` may repeat what it picks
+            return self.pixels(node.value, following, depth + 1)
         if not isinstance(node, ast.Call) or any(isinstance(a, ast.Starred) for a in node.args):
             return None
         function = node.func
@@ -355,7 +355,7 @@ class _TinyBatches:
 
 
 def _plain_index(index: ast.expr) -> bool:
-    """An index that picks each element at most once: constants, names and slices of them."""
+    """An index that picks each element at most once: constants and slices."""
     parts = index.elts if isinstance(index, ast.Tuple) else [index]
     return all(
         isinstance(part, (ast.Constant, ast.Slice)) or (isinstance(part, ast.UnaryOp) and isinstance(part.operand, ast.Constant))
