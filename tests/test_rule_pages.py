@@ -74,6 +74,7 @@ HOLDOUT_SETS = {
     "An eighth held-out set": ("wild-holdout-8-first.json", "wild-holdout-8.json"),
     "A ninth held-out set": ("wild-holdout-9-first.json", "wild-holdout-9.json"),
     "A tenth held-out set": ("wild-holdout-10-first.json", "wild-holdout-10.json"),
+    "An eleventh held-out set": ("wild-holdout-11-first.json", "wild-holdout-11.json"),
 }
 HOLDOUT_FIGURES = r"the first measurement gave (?P<first>[^;]*); now (?P<now>[^.]*(?:\.\d+[^.]*)*)\."
 
