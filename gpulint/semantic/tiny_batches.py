@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import ast
 import math
-from typing import Callable, List, Optional
+from typing import Callable, Dict, List, Optional
 
 from gpulint.semantic.confined import CONTAINER_MUTATORS, stays_inside
 from gpulint.semantic.model import SemanticModel
@@ -68,19 +68,51 @@ def on_tiny_images(model: SemanticModel, call: ast.Call) -> bool:
         return False
     if any(isinstance(node, COMPREHENSIONS) for node in model.ancestors(call)) or model.derived(_resizes):
         return False
+    facts = model.derived(_TinyFacts)
+    width = facts.small_network_width(model.scope_at(network).resolve(network.id))
+    if width is None:
+        return False
+    pixels = [facts.pixels(argument) for argument in call.args]
+    if not all(count is not None and count * width <= MAX_ELEMENTS for count in pixels):
+        return False
     loop = _innermost_loop(model, call)
-    if loop is None or not stays_inside(model, loop):
-        return False  # outputs kept past their batch (``all_logits.append(out)``) pile up
-    binding = model.scope_at(network).resolve(network.id)
-    width = widest_output(model, binding)
-    if width is None or not always_at_most(model, binding, SMALL_NETWORK):
-        return False
-    batches = _TinyBatches(model)
-    try:
-        pixels = [batches.pixels(argument, frozenset(), 0) for argument in call.args]
-    except _GiveUp:
-        return False
-    return all(count is not None and count * width <= MAX_ELEMENTS for count in pixels)
+    return loop is not None and facts.stays_inside(loop)  # outputs kept past their batch pile up
+
+
+class _TinyFacts:
+    """Per module, what the calls share, decided once: each network name's width where it is
+    small, each batch name's pixels, each loop's confinement."""
+
+    def __init__(self, model: SemanticModel) -> None:
+        self.model = model
+        self._widths: Dict[Binding, Optional[int]] = {}
+        self._pixels: Dict[Binding, Optional[int]] = {}
+        self._confined: Dict[int, bool] = {}
+
+    def small_network_width(self, binding: Binding) -> Optional[int]:
+        if binding not in self._widths:
+            width = widest_output(self.model, binding)
+            self._widths[binding] = width if width is not None and always_at_most(self.model, binding, SMALL_NETWORK) else None
+        return self._widths[binding]
+
+    def pixels(self, argument: ast.expr) -> Optional[int]:
+        """The pixels of a batch given to a forward call (:meth:`_TinyBatches.pixels`), a name's
+        decided once."""
+        binding = self.model.scope_at(argument).resolve(argument.id) if isinstance(argument, ast.Name) else None
+        if binding is not None and binding in self._pixels:
+            return self._pixels[binding]
+        try:
+            count = _TinyBatches(self.model).pixels(argument, frozenset(), 0)
+        except _GiveUp:
+            count = None
+        if binding is not None:
+            self._pixels[binding] = count
+        return count
+
+    def stays_inside(self, loop: ast.stmt) -> bool:
+        if id(loop) not in self._confined:
+            self._confined[id(loop)] = stays_inside(self.model, loop)
+        return self._confined[id(loop)]
 
 
 def _innermost_loop(model: SemanticModel, call: ast.Call) -> Optional[ast.stmt]:
