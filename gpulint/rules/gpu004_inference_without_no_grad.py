@@ -18,9 +18,9 @@ from gpulint.engine.test_modules import is_test_module
 from gpulint.semantic.backward import backpropagated_functions
 from gpulint.semantic.confined import stays_inside
 from gpulint.semantic.evaluation import EvaluationFacts, ScopeFacts
-from gpulint.semantic.evaluation_tail import hands_on, keeps_nothing_from, registers_hooks
+from gpulint.semantic.forward_values import hands_on, keeps_nothing_from
 from gpulint.semantic.model import Function, SemanticModel
-from gpulint.semantic.one_example import keeps_activations, runs_one_example
+from gpulint.semantic.one_example import keeps_activations, registers_hooks, runs_one_example
 from gpulint.semantic.tiny_batches import on_tiny_images
 from gpulint.semantic.survey import ast_dotted_name
 from gpulint.semantic.torch_api import (
@@ -235,7 +235,7 @@ class InferenceWithoutNoGrad(Rule):
         if _may_train(function, facts.set_modes, forward):
             return self.make_fix(Applicability.UNSAFE, edits, note=MAY_TRAIN)
         model = self.context.model
-        if model is None or facts.function is None or hands_on(model, facts.function, facts.forward_calls):
+        if model is not None and facts.function is not None and hands_on(model, facts.function, facts.forward_calls):
             return self.make_fix(Applicability.UNSAFE, edits, note=HANDED_ON)
         return self.make_fix(Applicability.SAFE, edits)
 
@@ -446,7 +446,7 @@ def _evaluation_tails(model: SemanticModel, scope: ScopeFacts, calls: List[ast.C
     calls outside any loop of the function, the statement of the function's body that holds them,
     where every call that trains in the function comes before it, nothing in it may train
     (:func:`_may_train_inside`), and nothing from it on can keep a value past the function
-    (:func:`~gpulint.semantic.evaluation_tail.keeps_nothing_from`). Then no backward pass can reach
+    (:func:`~gpulint.semantic.forward_values.keeps_nothing_from`). Then no backward pass can reach
     what it computes."""
     function = scope.function
     if function is None:

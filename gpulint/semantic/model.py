@@ -348,28 +348,26 @@ class SemanticModel(Survey):
         return found
 
     @cached_property
+    def _other_bindings(self) -> List[Tuple[str, ast.AST]]:
+        """Each name the module binds other than by assigning it, with the node it is bound at (an
+        import's statement, for an alias)."""
+        found: List[Tuple[str, ast.AST]] = []
+        for node in ast.walk(self.tree):
+            if isinstance(node, OTHER_BINDINGS):
+                bound = getattr(node, "asname", None) or getattr(node, "name", None) or getattr(node, "rest", None)
+                if bound is not None:
+                    found.append((str(bound), (self.parent(node) or node) if isinstance(node, ast.alias) else node))
+        return found
+
+    @cached_property
     def names_bound_otherwise(self) -> FrozenSet[str]:
         """The names the module binds anywhere other than by assigning them: by a ``def``, a class,
         an import, an ``except ... as`` or a ``match`` pattern (which bind no ``Name`` node)."""
-        found: Set[str] = set()
-        for node in ast.walk(self.tree):
-            if isinstance(node, OTHER_BINDINGS):
-                bound = getattr(node, "asname", None) or getattr(node, "name", None) or getattr(node, "rest", None)
-                if bound is not None:
-                    found.update({str(bound), str(bound).split(".")[0]})
-        return frozenset(found)
+        return frozenset(spelled for name, _ in self._other_bindings for spelled in (name, name.split(".")[0]))
 
     @cached_property
     def _bindings_made_otherwise(self) -> FrozenSet[Binding]:
-        found: Set[Binding] = set()
-        for node in ast.walk(self.tree):
-            if isinstance(node, OTHER_BINDINGS):
-                bound = getattr(node, "asname", None) or getattr(node, "name", None) or getattr(node, "rest", None)
-                if bound is not None:
-                    where = self.parent(node) if isinstance(node, ast.alias) else node
-                    where = where if where is not None else node
-                    found.add(self.scope_at(where).resolve(str(bound).split(".")[0]))
-        return frozenset(found)
+        return frozenset(self.scope_at(where).resolve(name.split(".")[0]) for name, where in self._other_bindings)
 
     def bound_otherwise(self, binding: Binding) -> bool:
         """Whether ``binding`` is also made other than by assigning its name (see

@@ -563,7 +563,7 @@ class _Evaluator:
             raise _Unknown
         if any(stores_on_instance(item) for item in ast.walk(built) if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item is not constructor):
             raise _Unknown  # a method (``forward``) may add layers after the constructor
-        if _applies_layers_again(self.model, built, constructor):
+        if _may_compute_more_than_its_layers(self.model, built, constructor):
             self.unbounded = True
         names = [argument.arg for argument in constructor.args.posonlyargs + constructor.args.args]
         if not names:
@@ -944,7 +944,7 @@ def _layer_width(kind: str, layer: str, arguments: Environment) -> Optional[int]
     return None
 
 
-def _applies_layers_again(model: SemanticModel, built: ast.ClassDef, constructor: ast.FunctionDef) -> bool:
+def _may_compute_more_than_its_layers(model: SemanticModel, built: ast.ClassDef, constructor: ast.FunctionDef) -> bool:
     """Whether a method of the class, other than its constructor, may compute more than each of
     its layers once: a loop or a comprehension; a call of an attribute of the instance other than a
     layer the constructor binds once (a layer with weights called twice, ``self.forward``,

@@ -58,6 +58,8 @@ HOOK_REGISTRATIONS = frozenset({
     "register_forward_hook", "register_forward_pre_hook", "register_full_backward_hook", "register_backward_hook",
     "register_module_forward_hook", "register_module_forward_pre_hook",
 })
+HOOK_TABLES = frozenset({"_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_global_forward_hooks"})
+"""A module's hook dictionaries, which code may fill without a ``register_*`` call."""
 MAX_DEPTH = 8
 """How many names deep an argument or a returned value is followed."""
 
@@ -102,7 +104,13 @@ def keeps_activations(model: SemanticModel) -> bool:
     """Whether a forward pass of the module's models may keep what it computes where the caller
     does not see it: the module registers a hook, or a method of a model class (but ``__init__``)
     stores on its instance or outside itself (a global, a container it did not make)."""
-    return model.spells(HOOK_REGISTRATIONS) or _forward_stores_on_self(model) or _forward_stores_outside(model)
+    return registers_hooks(model) or _forward_stores_on_self(model) or _forward_stores_outside(model)
+
+
+def registers_hooks(model: SemanticModel) -> bool:
+    """Whether the module registers a module hook or writes a module's hook tables
+    (``register_forward_hook``, ``_forward_hooks``): a hook may hand activations anywhere."""
+    return any(node.attr in HOOK_REGISTRATIONS or node.attr in HOOK_TABLES for node in model.nodes(ast.Attribute))
 
 
 def _forward_stores_outside(model: SemanticModel) -> bool:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import ast
 import math
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 from gpulint.semantic.confined import CONTAINER_MUTATORS, stays_inside
 from gpulint.semantic.model import SemanticModel
@@ -189,10 +189,7 @@ class _TinyBatches:
 
     def _bound_value(self, store: ast.Name) -> Optional[ast.expr]:
         """What an assignment binds ``store`` to: its value, or its element of a tuple display."""
-        target: ast.AST = store
-        parent = self.model.parent(store)
-        while isinstance(parent, (ast.Tuple, ast.List)):
-            target, parent = parent, self.model.parent(parent)
+        target, parent = self._binding_statement(store)
         if not (isinstance(parent, ast.Assign) and parent.targets == [target]):
             return None
         value = parent.value
@@ -204,13 +201,18 @@ class _TinyBatches:
     def _binds(self, store: ast.Name, value: Optional[ast.expr], following: frozenset, depth: int) -> Optional[int]:
         if value is not None:
             return self.pixels(value, following, depth)
+        target, parent = self._binding_statement(store)
+        if isinstance(parent, ast.For) and parent.target is target:
+            return self.source(parent.iter, depth)
+        return None
+
+    def _binding_statement(self, store: ast.Name) -> Tuple[ast.AST, Optional[ast.AST]]:
+        """The whole target ``store`` is part of (a tuple of targets, or itself) and what holds it."""
         target: ast.AST = store
         parent = self.model.parent(store)
         while isinstance(parent, (ast.Tuple, ast.List)):
             target, parent = parent, self.model.parent(parent)
-        if isinstance(parent, ast.For) and parent.target is target:
-            return self.source(parent.iter, depth)
-        return None
+        return target, parent
 
     def _next_batch(self, call: ast.Call, depth: int) -> Optional[int]:
         """``next(iter(loader))``, ``next(batches)`` or ``batches.next()`` where ``batches =

@@ -1,10 +1,12 @@
-"""The evaluation a training function runs after its training step, and whether it keeps anything.
+"""Where a function's forward-pass values may go: kept past the function, or handed to code that
+may take gradients through them.
 
 ``train(epoch)`` of a graph-network script: a forward pass, a backward pass and an optimizer step,
 then ``model.eval()`` and a validation forward pass over held-out data whose outputs only become
-printed numbers. The validation pass is the statement of the function's body that holds it, after
-every call that trains; no backward pass can reach what it computes when nothing from that
-statement on can keep a value past the function (:func:`keeps_nothing_from`).
+printed numbers. No backward pass can reach what the validation pass computes when nothing from
+its statement on can keep a value past the function (:func:`keeps_nothing_from`). A fix that turns
+gradients off in a function is safe only where no value of its forward passes goes to an object
+that may need their graph (:func:`hands_on`: a Grad-CAM explainer, a logger, a metric).
 """
 
 from __future__ import annotations
@@ -14,23 +16,19 @@ from typing import Collection, List, Set
 
 from gpulint.semantic.confined import CONTAINER_MUTATORS, DEFINITIONS, STORING_FUNCTIONS
 from gpulint.semantic.model import Function, SemanticModel
-from gpulint.semantic.one_example import HOOK_REGISTRATIONS, PYTHON_BUILTINS, keeps_activations
+from gpulint.semantic.one_example import LIBRARIES, PYTHON_BUILTINS, keeps_activations
 from gpulint.semantic.scopes import Binding
 from gpulint.semantic.survey import own_nodes
 from gpulint.semantic.torch_api import (
-    DEVICE_KEEPING_TENSOR_METHODS, HISTORY_FREE_METHODS, LAYOUT_METHODS, TENSOR_TO_PYTHON_METHODS,
+    DEVICE_KEEPING_TENSOR_METHODS, HISTORY_FREE_METHODS, LAYOUT_METHODS, TENSOR_TO_PYTHON_METHODS, VALUE_BUILTINS,
 )
 
-LIBRARIES = ("torch.", "numpy.")
-"""Functions that keep nothing they are given (``F.cross_entropy(out, y)``, ``np.mean(...)``)."""
-HOOK_TABLES = frozenset({"_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_global_forward_hooks"})
-"""A module's hook dictionaries, which code may fill without a ``register_*`` call."""
 MODE_METHODS = frozenset({"eval", "train"})
+"""A module's mode switches: they return the module and keep nothing."""
 COLLECTING_BUILTINS = frozenset({"sum", "min", "max", "abs", "sorted", "list", "tuple", "zip", "enumerate", "range", "map"})
 """Builtins whose result is a new value made of what they are given: they keep nothing themselves."""
-PYTHON_VALUE_BUILTINS = frozenset({"float", "int", "bool", "str", "len", "round", "repr", "format"})
+PYTHON_VALUE_BUILTINS = VALUE_BUILTINS | {"format"}
 """Builtins whose result is a Python value whatever they are given."""
-"""A module's mode switches: they return the module and keep nothing."""
 TENSOR_METHODS = LAYOUT_METHODS | DEVICE_KEEPING_TENSOR_METHODS | HISTORY_FREE_METHODS
 """Tensor methods that give a new value and keep nothing (``x.to(device)``, ``out.argmax(1)``)."""
 FRESH_VALUES = (ast.Constant, ast.List, ast.Tuple, ast.Dict, ast.Set, ast.ListComp, ast.SetComp, ast.DictComp, ast.BinOp)
@@ -119,12 +117,6 @@ def _names_computed_from(function: Function, forward: Set[int]) -> Set[str]:
                     names |= new
                     changed = True
     return names
-
-
-def registers_hooks(model: SemanticModel) -> bool:
-    """Whether the module registers a module hook or writes a module's hook tables
-    (``register_forward_hook``, ``_forward_hooks``): a hook may hand activations anywhere."""
-    return any(node.attr in HOOK_REGISTRATIONS or node.attr in HOOK_TABLES for node in model.nodes(ast.Attribute))
 
 
 def python_value(node: ast.expr) -> bool:
