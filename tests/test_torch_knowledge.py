@@ -47,6 +47,11 @@ def test_qualified_names_resolve(name):
     assert sorted(q for q in names if not _resolves(q)) == []
 
 
+@pytest.mark.parametrize("name", ["DATA_LOADER", "DATA_SUBSET", "TENSOR_DATASET", "VARIABLE"])
+def test_qualified_name_resolves(name):
+    assert _resolves(getattr(torch_api, name))
+
+
 def test_grad_mode_names_are_what_they_say():
     assert {_object(q) for q in torch_api.GRAD_OFF} == {torch.no_grad, torch.inference_mode}
     assert {_object(q) for q in torch_api.SET_GRAD_ENABLED} == {torch.set_grad_enabled}

@@ -16,6 +16,7 @@ from gpulint.engine.test_modules import is_test_module
 from gpulint.semantic.array_data import ArrayData
 from gpulint.semantic.construction_weights import loaded_while_built
 from gpulint.semantic.dead_code import never_runs
+from gpulint.semantic.fed_as_loaded import fed_to_computation_as_loaded
 from gpulint.semantic.mapping_use import MappingUse
 from gpulint.semantic.model import Function, SemanticModel
 from gpulint.semantic.model_size import always_a_toy, is_toy_payload
@@ -102,6 +103,8 @@ class TorchLoadWithoutMapLocation(Rule):
             return NoFix(OPTIMIZER_RESTORED)
         if model.mentions_accelerator and model.derived(ReadBack).reads_own_file(call):
             return NoFix(OWN_FILE_READ_BACK)
+        if fed_to_computation_as_loaded(model, call):
+            return NoFix(FED_AS_LOADED)
         if use.importable is not None:
             note = f"`{use.importable}` is bound at module level, where another module may import it and use it on the GPU"
         else:
@@ -115,6 +118,12 @@ OWN_FILE_READ_BACK = (
 )
 """Why there is no fix for a load, used other than as a state dict, of a file the module saves while it
 may put tensors on an accelerator."""
+
+FED_AS_LOADED = (
+    "a data loader hands the loaded tensors, unmoved, to the code's computation, which may rely on "
+    "them coming back to the GPU they were saved from (a model there would meet CPU batches)"
+)
+"""Why there is no fix for a load whose batches a loop computes with as they came back."""
 
 RETURNED_WHOLE = (
     "the loaded object is returned whole: where its tensors must be is up to callers gpulint does not "

@@ -372,6 +372,8 @@ modules): ``is_module_constructor`` reads them."""
 
 DATA_LOADER = "torch.utils.data.DataLoader"
 DATA_SUBSET = "torch.utils.data.Subset"
+TENSOR_DATASET = "torch.utils.data.TensorDataset"
+"""A dataset of the tensors it is given: its examples are slices of them, on their device."""
 """A subset of a dataset, given first: its examples are the dataset's."""
 VARIABLE = "torch.autograd.Variable"
 """The tensor wrapper of older torch: since 0.4 it returns the tensor it is given."""

@@ -1,0 +1,111 @@
+"""Loaded tensors that a data loader hands, unmoved, to the program's computation.
+
+``adversarial = torch.load(path)``, then ``loader = DataLoader(adversarial, batch_size=4)`` and
+``for images, labels in loader: out = model(images)``: the batches reach the model as the file's
+tensors came back, on the device they were saved from. Where the model is on an accelerator (here
+or wherever it comes from) the loop relies on the load putting them there too: with
+``map_location="cpu"`` the batches would reach a GPU model from the CPU and the program would fail.
+
+Decided where the load is bound to one name by a plain assignment (or is the loader's dataset
+itself; a ``del`` of the name aside), the name or the load is the dataset of a ``torch.utils.data.DataLoader`` (directly or as
+an argument of a ``TensorDataset``) bound to one name, and a ``for`` loop over that loader (or over
+``enumerate`` of it) passes a batch name it binds, as it is, as a positional argument of a call
+(``model(images)``, not a builtin's such as ``print``), where the loop never moves that name (no ``.to``, ``.cuda`` or ``.cpu`` of
+it) nor rebinds it.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from typing import Iterator, List, Optional, Set
+
+from gpulint.semantic.model import SemanticModel
+from gpulint.semantic.survey import own_nodes
+from gpulint.semantic.torch_api import DATA_LOADER, TENSOR_DATASET
+
+MOVES = frozenset({"to", "cuda", "cpu"})
+"""Tensor methods that put a batch on a device the code chooses."""
+
+
+def fed_to_computation_as_loaded(model: SemanticModel, call: ast.Call) -> bool:
+    """Whether a data loader hands what ``call`` loads, unmoved, to a call in a loop over it."""
+    return any(_feeds_unmoved_batches(model, loader) for loader in _loaders_of(model, call))
+
+
+def _loaders_of(model: SemanticModel, call: ast.Call) -> Iterator[ast.Call]:
+    """The ``DataLoader`` calls whose dataset is the load, or a name bound to it only, or a
+    ``TensorDataset`` of one of these."""
+    datasets: List[ast.expr] = [call]
+    statement = model.parent(call)
+    if isinstance(statement, ast.Assign) and statement.value is call and len(statement.targets) == 1:
+        place = model.place(statement.targets[0]) if isinstance(statement.targets[0], ast.Name) else None
+        if place is not None:
+            uses = model.uses(place.binding)
+            if [use for use in uses if isinstance(use.ctx, ast.Store)] == [statement.targets[0]]:
+                datasets.extend(use for use in uses if isinstance(use.ctx, ast.Load))
+    for dataset in datasets:
+        parent = model.parent(dataset)
+        if isinstance(parent, ast.Call) and dataset in parent.args and model.resolved_names(parent.func) == {TENSOR_DATASET}:
+            dataset, parent = parent, model.parent(parent)
+        if isinstance(parent, ast.Call) and _dataset_of(parent) is dataset and model.resolved_names(parent.func) == {DATA_LOADER}:
+            yield parent
+
+
+def _dataset_of(loader: ast.Call) -> Optional[ast.expr]:
+    if loader.args:
+        return None if isinstance(loader.args[0], ast.Starred) else loader.args[0]
+    return next((keyword.value for keyword in loader.keywords if keyword.arg == "dataset"), None)
+
+
+def _feeds_unmoved_batches(model: SemanticModel, loader: ast.Call) -> bool:
+    statement = model.parent(loader)
+    if not (isinstance(statement, ast.Assign) and statement.value is loader and len(statement.targets) == 1):
+        return False
+    target = statement.targets[0]
+    place = model.place(target) if isinstance(target, ast.Name) else None
+    if place is None:
+        return False
+    uses = model.uses(place.binding)
+    if [use for use in uses if isinstance(use.ctx, ast.Store)] != [target]:
+        return False
+    for use in uses:
+        loop = _loop_over(model, use)
+        if loop is not None and _passes_a_batch_unmoved(model, loop, _batch_names(loop, enumerated=loop.iter is not use)):
+            return True
+    return False
+
+
+def _loop_over(model: SemanticModel, read: ast.Name) -> Optional[ast.For]:
+    """The ``for`` loop over ``read`` or over ``enumerate(read)``."""
+    parent = model.parent(read)
+    if isinstance(parent, ast.Call) and parent.args and parent.args[0] is read and len(parent.args) == 1 and (
+        isinstance(parent.func, ast.Name) and model.is_builtin(parent.func, {"enumerate"})
+    ):
+        read, parent = parent, model.parent(parent)
+    return parent if isinstance(parent, ast.For) and parent.iter is read else None
+
+
+def _batch_names(loop: ast.For, enumerated: bool) -> Set[str]:
+    """The names a loop binds to a batch's parts (not ``enumerate``'s count)."""
+    target = loop.target
+    if enumerated:
+        if not (isinstance(target, ast.Tuple) and len(target.elts) == 2):
+            return set()
+        target = target.elts[1]
+    return {node.id for node in ast.walk(target) if isinstance(node, ast.Name)}
+
+
+def _passes_a_batch_unmoved(model: SemanticModel, loop: ast.For, names: Set[str]) -> bool:
+    nodes = list(own_nodes(loop.body))
+    rebound = {node.id for node in nodes if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load)}
+    moved = {
+        node.func.value.id for node in nodes
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MOVES
+        and isinstance(node.func.value, ast.Name)
+    }
+    kept = names - rebound - moved
+    return any(
+        isinstance(node, ast.Call) and not model.is_builtin(node.func, builtins.__dict__) and any(isinstance(argument, ast.Name) and argument.id in kept for argument in node.args)
+        for node in nodes
+    )
