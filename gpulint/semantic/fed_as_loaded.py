@@ -78,12 +78,13 @@ def _feeds_unmoved_batches(model: SemanticModel, loader: ast.Call) -> bool:
 
 def _loop_over(model: SemanticModel, read: ast.Name) -> Optional[ast.For]:
     """The ``for`` loop over ``read`` or over ``enumerate(read)``."""
+    iterated: ast.expr = read
     parent = model.parent(read)
     if isinstance(parent, ast.Call) and parent.args and parent.args[0] is read and len(parent.args) == 1 and (
         isinstance(parent.func, ast.Name) and model.is_builtin(parent.func, {"enumerate"})
     ):
-        read, parent = parent, model.parent(parent)
-    return parent if isinstance(parent, ast.For) and parent.iter is read else None
+        iterated, parent = parent, model.parent(parent)
+    return parent if isinstance(parent, ast.For) and parent.iter is iterated else None
 
 
 def _batch_names(loop: ast.For, enumerated: bool) -> Set[str]:
