@@ -52,6 +52,13 @@ def test_qualified_name_resolves(name):
     assert _resolves(getattr(torch_api, name))
 
 
+def test_elementwise_methods_map_a_tensor_to_one_of_its_shape():
+    tensor = torch.rand(2, 3, requires_grad=True)
+    for name in torch_api.ELEMENTWISE_METHODS:
+        result = getattr(tensor, name)(-1) if "softmax" in name else getattr(tensor, name)()
+        assert result.shape == tensor.shape and result.grad_fn is not None, name
+
+
 def test_grad_mode_names_are_what_they_say():
     assert {_object(q) for q in torch_api.GRAD_OFF} == {torch.no_grad, torch.inference_mode}
     assert {_object(q) for q in torch_api.SET_GRAD_ENABLED} == {torch.set_grad_enabled}

@@ -24,7 +24,8 @@ from gpulint.semantic.one_example import keeps_activations, registers_hooks, run
 from gpulint.semantic.tiny_batches import on_tiny_images
 from gpulint.semantic.survey import ast_dotted_name
 from gpulint.semantic.torch_api import (
-    FORWARD_METHODS, MODULE_METHODS, TENSOR_METADATA_ATTRIBUTES, TENSOR_SHAPE_METHODS,
+    DEVICE_KEEPING_TENSOR_METHODS, ELEMENTWISE_METHODS, FORWARD_METHODS, HISTORY_FREE_METHODS, LAYOUT_METHODS,
+    MODULE_METHODS, TENSOR_METADATA_ATTRIBUTES, TENSOR_SHAPE_METHODS,
 )
 
 OUTPUTS_LEAVE = "a value computed from the forward pass leaves the function, and a caller may backpropagate it"
@@ -39,10 +40,12 @@ HOOKS_KEEP_OUTPUTS = (
     "gradients through them (an attack's `torch.autograd.grad`)"
 )
 TAIL_IN_TRAINING = "the function trains before this code, and a value it computes must not reach a backward pass later"
+CUT_IN_TRAINING = "the code around it trains, and grad mode also reaches whatever else the statement runs"
 
-Candidate = Tuple[ScopeFacts, List[ast.Call], Optional[ast.stmt]]
-"""A scope's forward calls with gradients on, and the evaluation loop they are in where the scope
-trains (None: the scope itself is the candidate)."""
+Candidate = Tuple[ScopeFacts, List[ast.Call], Optional[Tuple[ast.stmt, str]]]
+"""A scope's forward calls with gradients on and, where the scope trains, the statement the fix
+wraps (an evaluation loop, the evaluation after a training step, a statement that cuts the output
+at once) with why that fix is unsafe (None: the scope itself is the candidate)."""
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
 GRAD_SWITCHES = frozenset({"requires_grad_", "enable_grad", "set_grad_enabled"})
 """Calls that switch gradients on inside an evaluation loop (a saliency map, an adversarial input)."""
@@ -117,8 +120,16 @@ class InferenceWithoutNoGrad(Rule):
             )):
                 continue
             if scope.needs_gradients:
-                found.extend((scope, loop_calls, loop) for loop, loop_calls in _evaluation_loops(model, scope, calls))
-                found.extend((scope, tail_calls, tail) for tail, tail_calls in _evaluation_tails(model, scope, calls))
+                evaluation = [
+                    *((statement, part, LOOP_IN_TRAINING) for statement, part in _evaluation_loops(model, scope, calls)),
+                    *((statement, part, TAIL_IN_TRAINING) for statement, part in _evaluation_tails(model, scope, calls)),
+                ]
+                covered = {id(call) for _, part, _ in evaluation for call in part}
+                evaluation.extend(
+                    (statement, part, CUT_IN_TRAINING)
+                    for statement, part in _cut_at_once(model, [call for call in calls if id(call) not in covered])
+                )
+                found.extend((scope, part, (statement, note)) for statement, part, note in evaluation)
             else:
                 found.append((scope, calls, None))
         return found
@@ -173,11 +184,11 @@ class InferenceWithoutNoGrad(Rule):
             code_range = self.get_metadata(PositionProvider, first.func)
             span = (code_range.start.line, code_range.start.column, code_range.end.line, code_range.end.column)
             message = self.inference_program_message if span in self.default_mode else self.message
-            scope, _, loop = self.found_candidates[key]
+            scope, _, wrapped = self.found_candidates[key]
             if registers_hooks(model):
                 fix: FixOutcome = NoFix(HOOKS_KEEP_OUTPUTS)
-            elif loop is not None:
-                fix = self._statement_fix(first, model.span(loop)[:2])
+            elif wrapped is not None:
+                fix = self._statement_fix(first, model.span(wrapped[0])[:2], wrapped[1])
             else:
                 fix = self._fix(scope, calls)
             self.report(first, message.format(model=_model(first)), fix)
@@ -239,9 +250,10 @@ class InferenceWithoutNoGrad(Rule):
             return self.make_fix(Applicability.UNSAFE, edits, note=HANDED_ON)
         return self.make_fix(Applicability.SAFE, edits)
 
-    def _statement_fix(self, first: cst.Call, start: Tuple[int, int]) -> FixOutcome:
+    def _statement_fix(self, first: cst.Call, start: Tuple[int, int], note: str) -> FixOutcome:
         """Wrap the statement around the first forward call that starts at ``start`` (line and
-        column: an evaluation loop, or the evaluation after a function's training step) in
+        column: an evaluation loop, the evaluation after a function's training step, or a statement
+        that cuts the output at once; ``note`` says why the fix is unsafe) in
         ``torch.no_grad()``, never ``inference_mode``: the code around it trains, and a tensor made
         in inference mode (a mask, an index) cannot be saved for backward."""
         statement: Optional[Union[cst.BaseCompoundStatement, cst.SimpleStatementLine]] = None
@@ -256,7 +268,6 @@ class InferenceWithoutNoGrad(Rule):
             return NoFix("the evaluation code could not be found")
         if _suspends(statement):
             return NoFix("the code yields or awaits, and grad mode would stay off in whatever runs meanwhile")
-        note = LOOP_IN_TRAINING if isinstance(statement, (cst.For, cst.While)) else TAIL_IN_TRAINING
         wrapped = cst.With(
             items=[cst.WithItem(item=cst.parse_expression(self._grad_off_call(inference_mode=False)))],
             body=cst.IndentedBlock(body=[statement.with_changes(leading_lines=[])]),
@@ -467,6 +478,45 @@ def _evaluation_tails(model: SemanticModel, scope: ScopeFacts, calls: List[ast.C
         and not _may_train_inside(model, statement, tail_calls)
         and keeps_nothing_from(model, function, body[next(i for i, part in enumerate(body) if part is statement):], scope.forward_calls)
     ]
+
+
+def _cut_at_once(model: SemanticModel, calls: List[ast.Call]) -> List[Tuple[ast.stmt, List[ast.Call]]]:
+    """In a scope that trains, the statements around forward calls whose output the same expression
+    cuts from the graph (``model(image).cpu().data.numpy()``, ``net(x).argmax(1).item()``:
+    :func:`_output_cut_at_once`), inside a training loop or not, holding nothing that may train
+    (:func:`_may_train_inside`). No backward pass can reach what such a call computes, yet with
+    gradients on it keeps every activation until the expression ends."""
+    statements: Dict[int, Tuple[ast.stmt, List[ast.Call]]] = {}
+    for call in calls:
+        statement = next((node for node in model.ancestors(call) if isinstance(node, ast.stmt)), None)
+        if statement is not None and _output_cut_at_once(model, call):
+            statements.setdefault(id(statement), (statement, []))[1].append(call)
+    return [(statement, cut) for statement, cut in statements.values() if not _may_train_inside(model, statement, cut)]
+
+
+def _output_cut_at_once(model: SemanticModel, call: ast.Call) -> bool:
+    """Whether the expression around ``call`` cuts its output from the graph before anything can
+    hold it: through indexing and methods that make a tensor of the receiver alone (``.cpu()``,
+    ``[0]``, ``.softmax(-1)``, ``.mean()``) to ``.data``
+    or a method whose result carries no history (``.detach()``, ``.item()``, ``.argmax()``)."""
+    node: ast.expr = call
+    while True:
+        parent = model.parent(node)
+        if isinstance(parent, ast.Subscript) and parent.value is node:
+            node = parent
+            continue
+        if not (isinstance(parent, ast.Attribute) and parent.value is node):
+            return False
+        if parent.attr == "data":
+            return True
+        method = model.parent(parent)
+        if not (isinstance(method, ast.Call) and method.func is parent):
+            return False
+        if parent.attr in HISTORY_FREE_METHODS:
+            return True
+        if parent.attr not in LAYOUT_METHODS | DEVICE_KEEPING_TENSOR_METHODS | ELEMENTWISE_METHODS:
+            return False
+        node = method
 
 
 def _ancestors(model: SemanticModel, node: ast.AST, scope: ast.AST) -> Iterator[ast.AST]:

@@ -26,6 +26,8 @@ from gpulint.semantic.torch_api import FORWARD_METHODS, MODULE_API, MODULE_RETUR
 MODE_PRESERVING = MODULE_RETURNING_METHODS - {"train"}
 """Methods that return the module they are called on and keep its mode: ``model.float().eval()`` puts
 ``model`` in eval mode."""
+DEEP_COPY = "copy.deepcopy"
+"""A copy of a module, ``training`` flag included."""
 
 DETACHING = frozenset({"detach", "data", "detach_"})
 """What gives a tensor that needs no gradient from one that may (``out.detach()``, ``out.data``)."""
@@ -199,6 +201,12 @@ class _Walk(GradientWalker):
                 place = self.model.place(target)
                 if place is not None:
                     self.stack[-1].models.add(place)
+        if self._copy_in_evaluation(value):
+            for target in node.targets:
+                place = self.model.place(target) if ast_dotted_name(target) else None
+                if place is not None:
+                    self.stack[-1].mode[place] = True
+                    self.stack[-1].set_modes.add(ast_dotted_name(target) or "")
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "eval":
             for target in node.targets:
                 if ast_dotted_name(target):
@@ -207,6 +215,15 @@ class _Walk(GradientWalker):
                         self.stack[-1].mode[place] = True
                         self.stack[-1].set_modes.add(ast_dotted_name(target) or "")
         self.generic_visit(node)
+
+    def _copy_in_evaluation(self, value: ast.expr) -> bool:
+        """``copy.deepcopy(model)`` (moved or cast after) of a model this code left in evaluation
+        mode: the copy keeps the mode."""
+        copied = module_of(value, MODE_PRESERVING)
+        if not (isinstance(copied, ast.Call) and len(copied.args) == 1 and self.model.resolved_names(copied.func) == {DEEP_COPY}):
+            return False
+        source = self.model.place(module_of(copied.args[0], MODE_PRESERVING))
+        return source is not None and bool(self.stack[-1].mode.get(source))
 
     def _pipeline(self, value: ast.expr) -> bool:
         """A Hugging Face pipeline (``StableDiffusionPipeline.from_pretrained(...).to(device)``,

@@ -193,6 +193,10 @@ LAYOUT_METHODS = frozenset({
 """Tensor methods whose arguments are shapes, dimensions, devices or dtypes: the result carries the
 receiver's autograd history and nothing from the arguments (``semantic.history`` reads them)."""
 
+ELEMENTWISE_METHODS = frozenset({"softmax", "log_softmax", "sigmoid", "tanh", "relu", "neg"})
+"""Tensor methods that map each value of the receiver (along a dimension, for ``softmax``): the
+result is a tensor made of the receiver alone."""
+
 ARRAY_ONLY_METHODS = frozenset({"astype", "tobytes", "tofile"})
 """Methods of numpy arrays that tensors lack: a value they are called on is no tensor
 (``semantic.array_data`` reads them)."""
