@@ -429,20 +429,18 @@ def _contains_download(model: SemanticModel, nodes: Iterable[ast.AST]) -> bool:
 
 def _downloaded(model: SemanticModel, scope: ast.AST, loaded: ast.expr, anchor: ast.AST, dotted: Optional[str] = None) -> bool:
     """Whether the code that runs before ``anchor`` in ``scope`` (the statements before it in each
-    block around it, and what they contain) binds the loaded name to what a download call returns
-    or opens (``with open_url(url) as f``), or runs a download in a branch of an ``if`` that tests
+    block around it, and what they contain) binds the loaded name to what a download call returns,
+    and to nothing else (:func:`_bound_only_to_downloads`), or opens (``with open_url(url) as f``), or runs a download in a branch of an ``if`` that tests
     the loaded file: its name or attribute chain (``dotted``, by default the load's own), or the
     string it holds; or ``anchor`` is in a ``with`` block that opens a download as that name. An
     ``if`` around ``anchor`` is no such case (the load may be in the branch that does not download)."""
     dotted = dotted if dotted is not None else ast_dotted_name(loaded)
     name = dotted if dotted is not None and "." not in dotted else None
     path = _string_value(model, loaded)
-    for node in [*_blocks_around(model, scope, anchor), *own_nodes(list(_statements_before(model, scope, anchor)))]:
-        if name is not None and isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == name for t in node.targets
-        ):
-            if _contains_download(model, [node.value]):
-                return True
+    nodes = [*_blocks_around(model, scope, anchor), *own_nodes(list(_statements_before(model, scope, anchor)))]
+    if name is not None and _bound_only_to_downloads(model, scope, name, nodes):
+        return True
+    for node in nodes:
         if name is not None and isinstance(node, (ast.With, ast.AsyncWith)) and any(
             isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == name
             and _contains_download(model, [item.context_expr])
@@ -457,6 +455,25 @@ def _downloaded(model: SemanticModel, scope: ast.AST, loaded: ast.expr, anchor: 
             if _contains_download(model, node.body) or _contains_download(model, node.orelse):
                 return True
     return False
+
+
+def _bound_only_to_downloads(model: SemanticModel, scope: ast.AST, name: str, nodes: List[ast.AST]) -> bool:
+    """Whether ``nodes`` bind ``name`` to what a download call returns, and to nothing else (``path =
+    hf_hub_download(...)`` in one branch and ``path = args.name`` in the other is a user's file in
+    one of them), ``name`` being no parameter of the function ``scope``."""
+    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and name in {
+        argument.arg for argument in [*scope.args.posonlyargs, *scope.args.args, *scope.args.kwonlyargs, scope.args.vararg, scope.args.kwarg]
+        if argument is not None
+    }:
+        return False
+    downloads = 0
+    for node in nodes:
+        if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load):
+            assignment = model.parent(node)
+            if not (isinstance(assignment, ast.Assign) and node in assignment.targets and _contains_download(model, [assignment.value])):
+                return False
+            downloads += 1
+    return downloads > 0
 
 
 def _blocks_around(model: SemanticModel, scope: ast.AST, anchor: ast.AST) -> Iterator[ast.AST]:
