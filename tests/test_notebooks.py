@@ -72,6 +72,19 @@ def test_a_module_level_wrap_stays_in_its_cell(tmp_path):
     assert "".join(cells[2]["source"]) == second
 
 
+def test_each_cell_of_top_level_inference_is_reported_and_fixed_on_its_own(tmp_path):
+    first = "import torch\nmodel = torch.nn.Linear(4, 2).cuda().eval()\nout = model(torch.ones(1, 4))\nprint(out)"
+    second = "for batch in [torch.ones(8, 4)]:\n    scores = model(batch)\n    print(scores.sum())"
+    (tmp_path / "nb.ipynb").write_text(_notebook(first, "print(1)", second), encoding="utf-8")
+    found = json.loads(run_gpulint(["check", "--format", "json", "nb.ipynb"], cwd=tmp_path).stdout)
+    assert [(item["code"], item["cell"], item["line"]) for item in found] == [("GPU004", 2, 3), ("GPU004", 4, 2)]
+    assert run_gpulint(["--fix", "--unsafe-fixes", "nb.ipynb"], cwd=tmp_path).returncode == 0
+    cells = json.loads((tmp_path / "nb.ipynb").read_text(encoding="utf-8"))["cells"]
+    assert "".join(cells[1]["source"]).endswith("with torch.no_grad():\n    out = model(torch.ones(1, 4))\nprint(out)")
+    assert "".join(cells[3]["source"]).startswith("with torch.no_grad():\n    for batch in [torch.ones(8, 4)]:")
+    assert "".join(cells[2]["source"]) == "print(1)"
+
+
 def test_a_wrap_leaves_the_displayed_expression_outside(tmp_path):
     first = "import torch\nmodel = torch.nn.Linear(4, 2).cuda().eval()\nout = model(torch.ones(1, 4))\nout.softmax(-1)"
     (tmp_path / "nb.ipynb").write_text(_notebook(first, "print(1)"), encoding="utf-8")

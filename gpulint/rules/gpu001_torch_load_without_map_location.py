@@ -28,6 +28,7 @@ from gpulint.semantic.run_as_loaded import run_on_gpu_inputs_as_loaded
 from gpulint.semantic.scopes import Binding
 from gpulint.semantic.survey import ast_dotted_name, ast_full_name, module_of, own_nodes
 from gpulint.semantic.torch_api import MAP_LOCATION_SLOT
+from gpulint.semantic.unmoved_module import unmoved_script_module
 
 # The functions flagged are those of MAP_LOCATION_SLOT. ``torch.hub.load_state_dict_from_url`` and
 # ``torch.utils.model_zoo.load_url`` are not: what they download is a published artifact, saved from the CPU.
@@ -105,6 +106,8 @@ class TorchLoadWithoutMapLocation(Rule):
             return NoFix(OWN_FILE_READ_BACK)
         if fed_to_computation_as_loaded(model, call):
             return NoFix(FED_AS_LOADED)
+        if model.mentions_accelerator and unmoved_script_module(model, call):
+            return NoFix(UNMOVED_SCRIPT_MODULE)
         if use.importable is not None:
             note = f"`{use.importable}` is bound at module level, where another module may import it and use it on the GPU"
         else:
@@ -124,6 +127,13 @@ FED_AS_LOADED = (
     "them coming back to the GPU they were saved from (a model there would meet CPU batches)"
 )
 """Why there is no fix for a load whose batches a loop computes with as they came back."""
+
+UNMOVED_SCRIPT_MODULE = (
+    "the code runs the TorchScript module where the load puts it and never moves it: one exported "
+    "on the GPU would stay on the CPU and meet GPU inputs there"
+)
+"""Why there is no fix for a ``torch.jit.load`` whose module the file never moves, in code that may
+use an accelerator."""
 
 RETURNED_WHOLE = (
     "the loaded object is returned whole: where its tensors must be is up to callers gpulint does not "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import bisect
 from itertools import takewhile
 from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
@@ -131,7 +132,7 @@ class InferenceWithoutNoGrad(Rule):
                 )
                 found.extend((scope, part, (statement, note)) for statement, part, note in evaluation)
             else:
-                found.append((scope, calls, None))
+                found.extend((scope, part, None) for part in _by_cell(model, calls, program and scope.function is None))
         return found
 
     @classmethod
@@ -478,6 +479,18 @@ def _evaluation_tails(model: SemanticModel, scope: ScopeFacts, calls: List[ast.C
         and not _may_train_inside(model, statement, tail_calls)
         and keeps_nothing_from(model, function, body[next(i for i, part in enumerate(body) if part is statement):], scope.forward_calls)
     ]
+
+
+def _by_cell(model: SemanticModel, calls: List[ast.Call], notebook: bool) -> List[List[ast.Call]]:
+    """The calls of a notebook's top-level code grouped by the cell they are in (each cell is read,
+    run and fixed on its own); any other scope's calls as one group."""
+    if not notebook:
+        return [calls]
+    starts = [number for number, line in enumerate(model.source.split("\n"), start=1) if line.startswith(NOTEBOOK_CELL)]
+    cells: Dict[int, List[ast.Call]] = {}
+    for call in calls:
+        cells.setdefault(bisect.bisect_right(starts, call.lineno), []).append(call)
+    return list(cells.values())
 
 
 def _cut_at_once(model: SemanticModel, calls: List[ast.Call]) -> List[Tuple[ast.stmt, List[ast.Call]]]:

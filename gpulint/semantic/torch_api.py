@@ -22,7 +22,9 @@ LOADERS = frozenset({"torch.load", "torch.serialization.load"})
 """The functions that unpickle a saved object, tensors and all: ``analysis.tensors`` and GPU002 read
 a call of one as a loaded checkpoint (or whole model)."""
 
-MAP_LOCATION_SLOT: Dict[str, int] = {**dict.fromkeys(LOADERS, 1), "torch.jit.load": 1}
+JIT_LOAD = "torch.jit.load"
+"""Loads a TorchScript module, onto the device it was saved from unless ``map_location`` says."""
+MAP_LOCATION_SLOT: Dict[str, int] = {**dict.fromkeys(LOADERS, 1), JIT_LOAD: 1}
 """Each function that takes ``map_location``, and the 0-based positional slot of that parameter in its
 signature: GPU001 flags a call of one that passes none."""
 

@@ -1,0 +1,80 @@
+"""TorchScript modules a program runs where their load puts them.
+
+``model = torch.jit.load(path)`` and then only ``model.half()`` and ``model(image)``: nothing in the
+file moves the module, so it runs on the device it was exported on. In code that may use an
+accelerator, a module traced on the GPU runs there on GPU inputs; with ``map_location="cpu"`` it
+would stay on the CPU and meet them there. Decided where the load is bound to a plain name (not a
+class attribute, which methods read through ``self``) and every read of that binding the assignment
+may reach (after it, not in another branch of an ``if`` around it) calls it, or calls a method of it
+that does not move it (not ``to``, ``cuda``, ``cpu``): no read hands it to other code or stores it
+elsewhere. A function's name never read counts too (its module goes where ``locals()`` takes it,
+unmoved); a module-level one does not (another module may import it).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Dict, Tuple
+
+from gpulint.semantic.model import SemanticModel
+from gpulint.semantic.torch_api import JIT_LOAD
+
+MOVES = frozenset({"to", "cuda", "cpu"})
+"""Module methods that put it on a device the code chooses."""
+
+
+def unmoved_script_module(model: SemanticModel, call: ast.Call) -> bool:
+    """Whether ``call`` is a ``torch.jit.load`` whose module the file never moves."""
+    if model.resolved_names(call.func) != {JIT_LOAD}:
+        return False
+    statement = model.parent(call)
+    if not (isinstance(statement, ast.Assign) and statement.value is call and len(statement.targets) == 1):
+        return False
+    target = statement.targets[0]
+    place = model.place(target) if isinstance(target, ast.Name) else None
+    if place is None or place.binding.scope.is_class:
+        return False  # a class attribute is also read as ``self.<name>``, which may move it
+    reads = [
+        use for use in model.uses(place.binding)
+        if isinstance(use.ctx, ast.Load) and _position(use) > _position(statement) and not _exclusive(model, statement, use)
+    ]
+    if not reads and not place.binding.scope.is_function:
+        return False  # another module may import the name and move what it holds
+    return all(_runs_in_place(model, read) for read in reads)
+
+
+def _position(node: ast.AST) -> Tuple[int, int]:
+    return (node.lineno, node.col_offset)  # type: ignore[attr-defined]
+
+
+def _exclusive(model: SemanticModel, first: ast.AST, second: ast.AST) -> bool:
+    """Whether ``first`` and ``second`` lie in different branches of one ``if`` (``if``/``elif``
+    chains included), so that no run goes through both, unless a loop around that ``if`` repeats it."""
+    branches = _branches(model, first)
+    for node, branch in _branches(model, second).items():
+        if node in branches and branches[node] != branch:
+            return not any(isinstance(outer, (ast.For, ast.AsyncFor, ast.While)) for outer in model.ancestors(node))
+    return False
+
+
+def _branches(model: SemanticModel, node: ast.AST) -> Dict[ast.If, str]:
+    """Each ``if`` around ``node``, with the branch (``body`` or ``orelse``) holding it."""
+    found: Dict[ast.If, str] = {}
+    child = node
+    for ancestor in model.ancestors(node):
+        if isinstance(ancestor, ast.If) and child is not ancestor.test:
+            found[ancestor] = "body" if any(child is part for part in ancestor.body) else "orelse"
+        child = ancestor
+    return found
+
+
+def _runs_in_place(model: SemanticModel, read: ast.Name) -> bool:
+    """``read(x)``, ``read.half()``, ``read.eval()``: called, or a method of it called that does not
+    move it."""
+    parent = model.parent(read)
+    if isinstance(parent, ast.Call) and parent.func is read:
+        return True
+    if isinstance(parent, ast.Attribute) and parent.value is read:
+        method = model.parent(parent)
+        return isinstance(method, ast.Call) and method.func is parent and parent.attr not in MOVES
+    return False
