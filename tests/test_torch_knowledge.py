@@ -59,6 +59,18 @@ def test_elementwise_methods_map_a_tensor_to_one_of_its_shape():
         assert result.shape == tensor.shape and result.grad_fn is not None, name
 
 
+def test_command_line_parses_are_argument_parser_methods():
+    import argparse
+
+    assert all(callable(getattr(argparse.ArgumentParser, name)) for name in torch_api.COMMAND_LINE_PARSES)
+
+
+def test_executor_modules_make_pools_or_threads():
+    for name in torch_api.EXECUTOR_MODULES:
+        module = importlib.import_module(name)
+        assert any(hasattr(module, maker) for maker in ("Pool", "ThreadPoolExecutor", "Thread")), name
+
+
 def test_grad_mode_names_are_what_they_say():
     assert {_object(q) for q in torch_api.GRAD_OFF} == {torch.no_grad, torch.inference_mode}
     assert {_object(q) for q in torch_api.SET_GRAD_ENABLED} == {torch.set_grad_enabled}

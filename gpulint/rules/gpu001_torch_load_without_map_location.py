@@ -439,8 +439,8 @@ def _contains_download(model: SemanticModel, nodes: Iterable[ast.AST]) -> bool:
 
 def _downloaded(model: SemanticModel, scope: ast.AST, loaded: ast.expr, anchor: ast.AST, dotted: Optional[str] = None) -> bool:
     """Whether the code that runs before ``anchor`` in ``scope`` (the statements before it in each
-    block around it, and what they contain) binds the loaded name to what a download call returns,
-    and to nothing else (:func:`_bound_only_to_downloads`), or opens (``with open_url(url) as f``), or runs a download in a branch of an ``if`` that tests
+    block around it, and what they contain) last binds the loaded name to what a download call
+    returns (:func:`_last_bound_to_a_download`), or opens (``with open_url(url) as f``), or runs a download in a branch of an ``if`` that tests
     the loaded file: its name or attribute chain (``dotted``, by default the load's own), or the
     string it holds; or ``anchor`` is in a ``with`` block that opens a download as that name. An
     ``if`` around ``anchor`` is no such case (the load may be in the branch that does not download)."""
@@ -448,7 +448,7 @@ def _downloaded(model: SemanticModel, scope: ast.AST, loaded: ast.expr, anchor: 
     name = dotted if dotted is not None and "." not in dotted else None
     path = _string_value(model, loaded)
     nodes = [*_blocks_around(model, scope, anchor), *own_nodes(list(_statements_before(model, scope, anchor)))]
-    if name is not None and _bound_only_to_downloads(model, scope, name, nodes):
+    if name is not None and _last_bound_to_a_download(model, scope, loaded, anchor):
         return True
     for node in nodes:
         if name is not None and isinstance(node, (ast.With, ast.AsyncWith)) and any(
@@ -467,23 +467,34 @@ def _downloaded(model: SemanticModel, scope: ast.AST, loaded: ast.expr, anchor: 
     return False
 
 
-def _bound_only_to_downloads(model: SemanticModel, scope: ast.AST, name: str, nodes: List[ast.AST]) -> bool:
-    """Whether ``nodes`` bind ``name`` to what a download call returns, and to nothing else (``path =
-    hf_hub_download(...)`` in one branch and ``path = args.name`` in the other is a user's file in
-    one of them), ``name`` being no parameter of the function ``scope``."""
-    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and name in {
-        argument.arg for argument in [*scope.args.posonlyargs, *scope.args.args, *scope.args.kwonlyargs, scope.args.vararg, scope.args.kwarg]
-        if argument is not None
-    }:
+def _last_bound_to_a_download(model: SemanticModel, scope: ast.AST, loaded: ast.expr, anchor: ast.AST) -> bool:
+    """Whether the loaded name was last bound, before ``anchor``, by an assignment that always runs
+    before it (a statement before it in a block around it, not inside another statement) of what a
+    download returns, with no ``or`` or conditional expression choosing something else instead,
+    and nothing binds the name between that assignment and ``anchor``. ``path =
+    hf_hub_download(...)`` in one branch and ``path = args.name`` in the other loads a user's file
+    in one of them; ``path = args.ckpt or hf_hub_download(...)`` too."""
+    place = model.place(loaded) if isinstance(loaded, ast.Name) else None
+    if place is None:
         return False
-    downloads = 0
-    for node in nodes:
-        if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load):
-            assignment = model.parent(node)
-            if not (isinstance(assignment, ast.Assign) and node in assignment.targets and _contains_download(model, [assignment.value])):
-                return False
-            downloads += 1
-    return downloads > 0
+    assignments: List[Tuple[ast.stmt, ast.expr, ast.expr]] = []
+    for statement in _statements_before(model, scope, anchor):
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+            assignments.append((statement, statement.targets[0], statement.value))
+        elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
+            assignments.append((statement, statement.target, statement.value))
+    bound = [(statement, target, value) for statement, target, value in assignments if isinstance(target, ast.Name) and model.place(target) == place]
+    if not bound:
+        return False
+    last, target, value = max(bound, key=lambda assignment: _position(assignment[0]))
+    if any(isinstance(node, (ast.BoolOp, ast.IfExp)) for node in ast.walk(value)) or not _contains_download(model, [value]):
+        return False
+    stores = [use for use in model.uses(place.binding) if isinstance(use.ctx, ast.Store) and use is not target]
+    return not any(_position(last) < _position(store) < _position(anchor) for store in stores)
+
+
+def _position(node: ast.AST) -> Tuple[int, int]:
+    return (node.lineno, node.col_offset)  # type: ignore[attr-defined]
 
 
 def _blocks_around(model: SemanticModel, scope: ast.AST, anchor: ast.AST) -> Iterator[ast.AST]:

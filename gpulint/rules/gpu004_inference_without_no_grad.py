@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import builtins
 from itertools import takewhile
 from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
@@ -25,7 +26,7 @@ from gpulint.semantic.one_example import keeps_activations, registers_hooks, run
 from gpulint.semantic.tiny_batches import on_tiny_images
 from gpulint.semantic.survey import ast_dotted_name
 from gpulint.semantic.torch_api import (
-    DEVICE_KEEPING_TENSOR_METHODS, ELEMENTWISE_METHODS, FORWARD_METHODS, HISTORY_FREE_METHODS, LAYOUT_METHODS,
+    DEVICE_KEEPING_TENSOR_METHODS, ELEMENTWISE_METHODS, EXECUTOR_MODULES, FORWARD_METHODS, HISTORY_FREE_METHODS, LAYOUT_METHODS,
     MODULE_METHODS, TENSOR_METADATA_ATTRIBUTES, TENSOR_SHAPE_METHODS,
 )
 
@@ -42,6 +43,11 @@ HOOKS_KEEP_OUTPUTS = (
 )
 TAIL_IN_TRAINING = "the function trains before this code, and a value it computes must not reach a backward pass later"
 CUT_IN_TRAINING = "the code around it trains, and grad mode also reaches whatever else the statement runs"
+CUT_STATEMENT_RUNS_MORE = (
+    "the statement runs more than the forward pass whose output it cuts (a body, a model being "
+    "trained), which gradients must reach; wrap just that forward pass in `torch.no_grad()`"
+)
+BUILTIN_NAMES = frozenset(dir(builtins))
 
 Candidate = Tuple[ScopeFacts, List[ast.Call], Optional[Tuple[ast.stmt, str]]]
 """A scope's forward calls with gradients on and, where the scope trains, the statement the fix
@@ -91,10 +97,11 @@ class InferenceWithoutNoGrad(Rule):
         of Python data and lets nothing of it out (:func:`runs_one_example`), nor in one only handed to other code to call back, nor on a frozen model, nor on a model the module builds in
         a module that never puts anything on an accelerator (its graph takes host memory, not the
         GPU's). In an inference-only program (``program``: a notebook, or a file with an
-        ``if __name__ == "__main__":`` block; nothing in the file trains, and it loads weights), a
+        ``if __name__ == "__main__":`` block or whose module-level code parses the command line;
+        nothing in the file trains, and it loads weights), a
         model the code binds and calls in a loop without ever setting its mode counts too, outside
         classes. In code that trains, an evaluation loop counts on its own (:func:`_evaluation_loops`)."""
-        inference_only = (program or model.has_main_guard) and model.loads_weights and not model.trains
+        inference_only = (program or model.has_main_guard or model.parses_the_command_line) and model.loads_weights and not model.trains
         if not inference_only and not any(
             call.func.attr == "eval" or call.args for call in model.method_calls("eval", "train")
             if isinstance(call.func, ast.Attribute)
@@ -188,6 +195,8 @@ class InferenceWithoutNoGrad(Rule):
             scope, _, wrapped = self.found_candidates[key]
             if registers_hooks(model):
                 fix: FixOutcome = NoFix(HOOKS_KEEP_OUTPUTS)
+            elif wrapped is not None and wrapped[1] == CUT_IN_TRAINING and not _runs_only_the_cut(model, wrapped[0], self.found_candidates[key][1]):
+                fix = NoFix(CUT_STATEMENT_RUNS_MORE)
             elif wrapped is not None:
                 fix = self._statement_fix(first, model.span(wrapped[0])[:2], wrapped[1])
             else:
@@ -318,7 +327,8 @@ def _only_handed_over(model: SemanticModel, function: Function) -> bool:
     (``diffusion.p_sample_loop(model_fn, shape)``, where ``diffusion`` is what a factory returned):
     that object's code calls it back under its own grad mode (a sampler runs it without gradients).
     Not a function handed to a builtin (``map``), to an import (``threading.Thread``,
-    ``gr.Interface``) or to code of the module, which run it with gradients on."""
+    ``gr.Interface``), to a pool or executor (``mp.Pool(4).map``: :func:`_an_executor`) or to code
+    of the module, which run it with gradients on."""
     if function.calls or function.owner is not None:
         return False
     binding = function.scope.parent.resolve(function.name) if function.scope.parent is not None else None
@@ -337,7 +347,28 @@ def _handed_to_an_objects_method(model: SemanticModel, node: ast.expr) -> bool:
     return (
         isinstance(parent, ast.Call) and isinstance(parent.func, ast.Attribute)
         and not model.resolved_names(parent.func) and model.callee(parent) is None
-        and model.class_built(parent.func.value) is None
+        and model.class_built(parent.func.value) is None and not _an_executor(model, parent.func.value)
+    )
+
+
+def _an_executor(model: SemanticModel, receiver: ast.expr) -> bool:
+    """Whether ``receiver`` is made by a pool, an executor or a thread of
+    :data:`~gpulint.semantic.torch_api.EXECUTOR_MODULES` (``mp.Pool(4)``, or a name some assignment
+    or ``with`` binds to one), which runs what it is handed with gradients on."""
+    made: List[ast.expr] = [receiver]
+    place = model.place(receiver) if isinstance(receiver, ast.Name) else None
+    if place is not None:
+        for use in model.uses(place.binding):
+            statement = model.parent(use)
+            if isinstance(statement, ast.Assign) and use in statement.targets:
+                made.append(statement.value)
+            elif isinstance(statement, ast.withitem) and statement.optional_vars is use:
+                made.append(statement.context_expr)
+    return any(
+        isinstance(value, ast.Call) and any(
+            name.startswith(module + ".") for name in model.resolved_names(value.func) for module in EXECUTOR_MODULES
+        )
+        for value in made
     )
 
 
@@ -509,9 +540,15 @@ def _cut_at_once(model: SemanticModel, calls: List[ast.Call]) -> List[Tuple[ast.
 
 def _output_cut_at_once(model: SemanticModel, call: ast.Call) -> bool:
     """Whether the expression around ``call`` cuts its output from the graph before anything can
-    hold it: through indexing and methods that make a tensor of the receiver alone (``.cpu()``,
-    ``[0]``, ``.softmax(-1)``, ``.mean()``) to ``.data``
-    or a method whose result carries no history (``.detach()``, ``.item()``, ``.argmax()``)."""
+    hold it (:func:`_cut_of`)."""
+    return _cut_of(model, call) is not None
+
+
+def _cut_of(model: SemanticModel, call: ast.Call) -> Optional[ast.expr]:
+    """The expression that cuts ``call``'s output from the graph, reached through indexing and
+    methods that make a tensor of the receiver alone (``.cpu()``, ``[0]``, ``.softmax(-1)``,
+    ``.mean()``): ``.data``, or a call of a method whose result carries no history (``.detach()``,
+    ``.item()``, ``.argmax()``). None where something else takes the output first."""
     node: ast.expr = call
     while True:
         parent = model.parent(node)
@@ -519,17 +556,45 @@ def _output_cut_at_once(model: SemanticModel, call: ast.Call) -> bool:
             node = parent
             continue
         if not (isinstance(parent, ast.Attribute) and parent.value is node):
-            return False
+            return None
         if parent.attr == "data":
-            return True
+            return parent
         method = model.parent(parent)
         if not (isinstance(method, ast.Call) and method.func is parent):
-            return False
+            return None
         if parent.attr in HISTORY_FREE_METHODS:
-            return True
+            return method
         if parent.attr not in LAYOUT_METHODS | DEVICE_KEEPING_TENSOR_METHODS | ELEMENTWISE_METHODS:
-            return False
+            return None
         node = method
+
+
+def _chain_top(model: SemanticModel, node: ast.expr) -> ast.expr:
+    """The end of the chain of attributes, method calls and indexing that starts at ``node``
+    (``.data`` of ``out.data[0].numpy()``: the whole expression)."""
+    while True:
+        parent = model.parent(node)
+        if isinstance(parent, (ast.Attribute, ast.Subscript)) and parent.value is node:
+            node = parent
+        elif isinstance(parent, ast.Call) and parent.func is node:
+            node = parent
+        else:
+            return node
+
+
+def _runs_only_the_cut(model: SemanticModel, statement: ast.stmt, calls: List[ast.Call]) -> bool:
+    """Whether ``statement`` is a simple one (an assignment or an expression) whose calls, outside
+    the expressions that cut the forward calls' outputs and what the cut values are put through
+    (whose results carry no history whatever grad mode computes them in), are only builtins (``print``, ``float``): then ``torch.no_grad()``
+    around it changes no value. Not a compound statement, whose body may train, nor one that also
+    runs a model being trained (a distillation loss beside a teacher's detached output)."""
+    if not isinstance(statement, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr)):
+        return False
+    inside = {id(node) for call in calls for cut in [_cut_of(model, call)] if cut is not None for node in ast.walk(_chain_top(model, cut))}
+    return all(
+        id(node) in inside or model.is_builtin(node.func, BUILTIN_NAMES)
+        for node in ast.walk(statement) if isinstance(node, ast.Call)
+    )
 
 
 def _ancestors(model: SemanticModel, node: ast.AST, scope: ast.AST) -> Iterator[ast.AST]:

@@ -7,26 +7,23 @@ or wherever it comes from) the loop relies on the load putting them there too: w
 ``map_location="cpu"`` the batches would reach a GPU model from the CPU and the program would fail.
 
 Decided where the load is bound to one name by a plain assignment (or is the loader's dataset
-itself; a ``del`` of the name aside), the name or the load is the dataset of a ``torch.utils.data.DataLoader`` (directly or as
-an argument of a ``TensorDataset``) bound to one name, and a ``for`` loop over that loader (or over
-``enumerate`` of it) passes a batch name it binds, as it is, as a positional argument of a call
-(``model(images)``, not a builtin's such as ``print``), where the loop never moves that name (no ``.to``, ``.cuda`` or ``.cpu`` of
-it) nor rebinds it.
+itself; a ``del`` of the name aside), the name or the load is the dataset of a
+``torch.utils.data.DataLoader`` (by position or keyword; directly, or as an argument of a
+``TensorDataset``) bound to one name, and a ``for`` loop over that loader (or over ``enumerate``
+or a ``tqdm`` progress bar of it) hands a batch name it binds, as it is, to a call that is not a
+builtin's (``model(images)``, ``model(input_ids=ids)``, ``model(*batch)``; not ``print``) before
+anything in the loop body moves that name (``.to``, ``.cuda``, ``.cpu``) or rebinds it.
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
-from typing import Iterator, List, Optional, Set
+from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.survey import own_nodes
-from gpulint.semantic.torch_api import DATA_LOADER, TENSOR_DATASET
-
-MOVES = frozenset({"to", "cuda", "cpu"})
-"""Tensor methods that put a batch on a device the code chooses."""
-
+from gpulint.semantic.torch_api import DATA_LOADER, DEVICE_MOVES, TENSOR_DATASET, TQDM
 
 def fed_to_computation_as_loaded(model: SemanticModel, call: ast.Call) -> bool:
     """Whether a data loader hands what ``call`` loads, unmoved, to a call in a loop over it."""
@@ -45,11 +42,19 @@ def _loaders_of(model: SemanticModel, call: ast.Call) -> Iterator[ast.Call]:
             if [use for use in uses if isinstance(use.ctx, ast.Store)] == [statement.targets[0]]:
                 datasets.extend(use for use in uses if isinstance(use.ctx, ast.Load))
     for dataset in datasets:
-        parent = model.parent(dataset)
-        if isinstance(parent, ast.Call) and dataset in parent.args and model.resolved_names(parent.func) == {TENSOR_DATASET}:
-            dataset, parent = parent, model.parent(parent)
+        parent = _call_around(model, dataset)
+        if isinstance(parent, ast.Call) and model.resolved_names(parent.func) == {TENSOR_DATASET} and any(
+            (argument.value if isinstance(argument, ast.Starred) else argument) is dataset for argument in parent.args
+        ):
+            dataset, parent = parent, _call_around(model, parent)
         if isinstance(parent, ast.Call) and _dataset_of(parent) is dataset and model.resolved_names(parent.func) == {DATA_LOADER}:
             yield parent
+
+
+def _call_around(model: SemanticModel, argument: ast.expr) -> Optional[ast.AST]:
+    """The call ``argument`` is given to, by position, ``*`` or keyword."""
+    parent = model.parent(argument)
+    return model.parent(parent) if isinstance(parent, (ast.keyword, ast.Starred)) else parent
 
 
 def _dataset_of(loader: ast.Call) -> Optional[ast.expr]:
@@ -71,25 +76,30 @@ def _feeds_unmoved_batches(model: SemanticModel, loader: ast.Call) -> bool:
         return False
     for use in uses:
         loop = _loop_over(model, use)
-        if loop is not None and _passes_a_batch_unmoved(model, loop, _batch_names(loop, enumerated=loop.iter is not use)):
+        if loop is not None and _passes_a_batch_unmoved(model, loop, _batch_names(model, loop, use)):
             return True
     return False
 
 
 def _loop_over(model: SemanticModel, read: ast.Name) -> Optional[ast.For]:
-    """The ``for`` loop over ``read`` or over ``enumerate(read)``."""
+    """The ``for`` loop over ``read``, or over ``enumerate`` or a ``tqdm`` progress bar of it."""
     iterated: ast.expr = read
     parent = model.parent(read)
-    if isinstance(parent, ast.Call) and parent.args and parent.args[0] is read and len(parent.args) == 1 and (
-        isinstance(parent.func, ast.Name) and model.is_builtin(parent.func, {"enumerate"})
+    while isinstance(parent, ast.Call) and parent.args and parent.args[0] is iterated and (
+        (isinstance(parent.func, ast.Name) and model.is_builtin(parent.func, {"enumerate"}))
+        or model.resolved_names(parent.func) & TQDM
     ):
         iterated, parent = parent, model.parent(parent)
     return parent if isinstance(parent, ast.For) and parent.iter is iterated else None
 
 
-def _batch_names(loop: ast.For, enumerated: bool) -> Set[str]:
+def _batch_names(model: SemanticModel, loop: ast.For, loader: ast.Name) -> Set[str]:
     """The names a loop binds to a batch's parts (not ``enumerate``'s count)."""
     target = loop.target
+    enumerated = any(
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and model.is_builtin(node.func, {"enumerate"})
+        for node in ast.walk(loop.iter)
+    )
     if enumerated:
         if not (isinstance(target, ast.Tuple) and len(target.elts) == 2):
             return set()
@@ -98,15 +108,27 @@ def _batch_names(loop: ast.For, enumerated: bool) -> Set[str]:
 
 
 def _passes_a_batch_unmoved(model: SemanticModel, loop: ast.For, names: Set[str]) -> bool:
+    """Whether the loop body hands a batch name, by position, ``*`` or keyword, to a call that is
+    not a builtin's before anything in the body moves (``.to``, ``.cuda``, ``.cpu``) or rebinds it."""
     nodes = list(own_nodes(loop.body))
-    rebound = {node.id for node in nodes if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load)}
-    moved = {
-        node.func.value.id for node in nodes
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MOVES
-        and isinstance(node.func.value, ast.Name)
-    }
-    kept = names - rebound - moved
-    return any(
-        isinstance(node, ast.Call) and not model.is_builtin(node.func, builtins.__dict__) and any(isinstance(argument, ast.Name) and argument.id in kept for argument in node.args)
-        for node in nodes
-    )
+    changed: Dict[str, Tuple[int, int]] = {}
+    for node in nodes:
+        name = None
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            name = node.id
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in DEVICE_MOVES and isinstance(node.func.value, ast.Name):
+            name = node.func.value.id
+        if name in names:
+            changed[name] = min(changed.get(name, _position(node)), _position(node))
+    for node in nodes:
+        if not isinstance(node, ast.Call) or model.is_builtin(node.func, builtins.__dict__):
+            continue
+        for argument in [*node.args, *(keyword.value for keyword in node.keywords)]:
+            value = argument.value if isinstance(argument, ast.Starred) else argument
+            if isinstance(value, ast.Name) and value.id in names and (value.id not in changed or _position(node) < changed[value.id]):
+                return True
+    return False
+
+
+def _position(node: ast.AST) -> Tuple[int, int]:
+    return (node.lineno, node.col_offset)  # type: ignore[attr-defined]

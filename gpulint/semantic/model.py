@@ -22,7 +22,7 @@ from gpulint.semantic import torch_api
 from gpulint.semantic.scopes import FUNCTIONS, Binding, Scope, build_scopes
 from gpulint.semantic.import_table import ImportTable
 from gpulint.semantic.visitor import Visitor
-from gpulint.semantic.survey import Survey, ast_dotted_name, ast_full_name, is_false_constant, module_of
+from gpulint.semantic.survey import Survey, ast_dotted_name, ast_full_name, is_false_constant, module_of, own_nodes
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 Derived = TypeVar("Derived")
@@ -698,6 +698,15 @@ class SemanticModel(Survey):
     def has_main_guard(self) -> bool:
         """Whether the module-level code has an ``if __name__ == "__main__":`` block: a program."""
         return any(isinstance(statement, ast.If) and is_main_guard(statement.test) for statement in self.tree.body)
+
+    @cached_property
+    def parses_the_command_line(self) -> bool:
+        """Whether the module-level code (not a function's) parses the command line
+        (``opt = parser.parse_args()``): a script, run as a program."""
+        return any(
+            isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in torch_api.COMMAND_LINE_PARSES
+            for node in own_nodes(self.tree.body)
+        )
 
     def under_main_guard(self, node: ast.AST) -> bool:
         """Whether ``node`` is inside an ``if __name__ == "__main__":`` block."""

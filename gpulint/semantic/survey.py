@@ -15,7 +15,7 @@ from collections import defaultdict
 from functools import cached_property
 from typing import AbstractSet, DefaultDict, Dict, FrozenSet, Iterator, List, Optional, Set, Tuple, Type, TypeVar
 
-from gpulint.semantic.torch_api import MODULE_METHODS, MODULE_RETURNING_METHODS, is_module_constructor
+from gpulint.semantic.torch_api import MAP_LOCATION_SLOT, MODULE_METHODS, MODULE_RETURNING_METHODS, is_module_constructor
 from gpulint.semantic.import_table import ImportTable
 from gpulint.semantic.visitor import SHARED_LEAVES
 
@@ -212,8 +212,10 @@ class Survey:
     @cached_property
     def module_evidence(self) -> Dict[Optional[ast.AST], FrozenSet[str]]:
         """For each outermost function (None: the module-level code), the dotted names it shows to
-        be modules: receivers of ``nn.Module`` methods (``model.eval()``) and names bound to a
-        module built, moved or switched (``net = Net().cuda()``, ``head = nn.Linear(...)``)."""
+        be modules: receivers of ``nn.Module`` methods (``model.eval()``), names bound to a
+        module built, moved or switched (``net = Net().cuda()``, ``head = nn.Linear(...)``), and
+        names bound to a loaded object that the same function calls (``model =
+        torch.load(path)["model"]`` and ``model(x)``)."""
         found: DefaultDict[Optional[ast.AST], Set[str]] = defaultdict(set)
         for call in self.method_calls(*MODULE_METHODS):
             assert isinstance(call.func, ast.Attribute)
@@ -221,7 +223,21 @@ class Survey:
         for assign in self.nodes(ast.Assign):
             if self._constructs_module(assign.value):
                 found[self.function_of(assign)].update(map(ast_dotted_name, assign.targets))  # type: ignore[arg-type]
+        called = {(self.function_of(call), call.func.id) for call in self.nodes(ast.Call) if isinstance(call.func, ast.Name)}
+        for assign in self.nodes(ast.Assign):
+            if self._loads_an_object(assign.value):
+                found[self.function_of(assign)].update(
+                    target.id for target in assign.targets
+                    if isinstance(target, ast.Name) and (self.function_of(assign), target.id) in called
+                )
         return {function: frozenset(names - {None}) for function, names in found.items()}
+
+    def _loads_an_object(self, value: ast.expr) -> bool:
+        """``torch.load(path)``, or an item of it (``torch.load(path)["model"]``), or ``torch.jit.load(path)``:
+        a loaded object, which the code calling it shows to be a pickled or scripted module."""
+        if isinstance(value, ast.Subscript):
+            value = value.value
+        return isinstance(value, ast.Call) and bool(self.qualified_names(value.func) & MAP_LOCATION_SLOT.keys())
 
     @cached_property
     def modules(self) -> FrozenSet[str]:

@@ -376,11 +376,24 @@ itself does not export (``torch.nn.parallel.DistributedDataParallel``, the quant
 modules): ``is_module_constructor`` reads them."""
 
 
+COMMAND_LINE_PARSES = frozenset({"parse_args", "parse_known_args"})
+"""``argparse.ArgumentParser`` methods that read the command line: module-level code calling one is
+a script's."""
+
+EXECUTOR_MODULES = ("multiprocessing", "torch.multiprocessing", "concurrent.futures", "threading")
+"""Modules whose pools, executors and threads run a function they are handed as it is, with
+gradients on (a worker process starts with them on): ``pool.map(extract, chunks)`` is no sampler
+calling back under its own grad mode."""
+
 DATA_LOADER = "torch.utils.data.DataLoader"
 DATA_SUBSET = "torch.utils.data.Subset"
+"""A subset of a dataset, given first: its examples are the dataset's."""
 TENSOR_DATASET = "torch.utils.data.TensorDataset"
 """A dataset of the tensors it is given: its examples are slices of them, on their device."""
-"""A subset of a dataset, given first: its examples are the dataset's."""
+TQDM = frozenset({"tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm"})
+"""Progress bars that yield what they wrap, as it is."""
+DEVICE_MOVES = frozenset({"to", "cuda", "cpu"})
+"""Methods of tensors and modules that put them on a device the code chooses."""
 VARIABLE = "torch.autograd.Variable"
 """The tensor wrapper of older torch: since 0.4 it returns the tensor it is given."""
 

@@ -17,10 +17,7 @@ import ast
 from typing import Dict, Tuple
 
 from gpulint.semantic.model import SemanticModel
-from gpulint.semantic.torch_api import JIT_LOAD
-
-MOVES = frozenset({"to", "cuda", "cpu"})
-"""Module methods that put it on a device the code chooses."""
+from gpulint.semantic.torch_api import DEVICE_MOVES, JIT_LOAD, MODULE_RETURNING_METHODS
 
 
 def unmoved_script_module(model: SemanticModel, call: ast.Call) -> bool:
@@ -69,12 +66,25 @@ def _branches(model: SemanticModel, node: ast.AST) -> Dict[ast.If, str]:
 
 
 def _runs_in_place(model: SemanticModel, read: ast.Name) -> bool:
-    """``read(x)``, ``read.half()``, ``read.eval()``: called, or a method of it called that does not
-    move it."""
-    parent = model.parent(read)
-    if isinstance(parent, ast.Call) and parent.func is read:
-        return True
-    if isinstance(parent, ast.Attribute) and parent.value is read:
+    """``read(x)``, ``read.half()``, ``read.eval().float()``, ``read.half() if half else
+    read.float()`` as a statement: called, or put through methods that return the module without
+    moving it, ending in a statement of its own (not bound to another name, which may move it)."""
+    node: ast.expr = read
+    while True:
+        parent = model.parent(node)
+        if isinstance(parent, ast.Call) and parent.func is node:
+            return True
+        if not isinstance(parent, ast.Attribute) or parent.value is not node:
+            break
         method = model.parent(parent)
-        return isinstance(method, ast.Call) and method.func is parent and parent.attr not in MOVES
-    return False
+        if not (isinstance(method, ast.Call) and method.func is parent) or parent.attr in DEVICE_MOVES:
+            return False
+        node = method
+        if parent.attr not in MODULE_RETURNING_METHODS:
+            return True  # a method that gives something other than the module
+    if node is read:
+        return False
+    statement = model.parent(node)
+    if isinstance(statement, ast.IfExp):
+        statement = model.parent(statement)
+    return isinstance(statement, ast.Expr)
