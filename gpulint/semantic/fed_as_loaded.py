@@ -34,13 +34,9 @@ def _loaders_of(model: SemanticModel, call: ast.Call) -> Iterator[ast.Call]:
     """The ``DataLoader`` calls whose dataset is the load, or a name bound to it only, or a
     ``TensorDataset`` of one of these."""
     datasets: List[ast.expr] = [call]
-    statement = model.parent(call)
-    if isinstance(statement, ast.Assign) and statement.value is call and len(statement.targets) == 1:
-        place = model.place(statement.targets[0]) if isinstance(statement.targets[0], ast.Name) else None
-        if place is not None:
-            uses = model.uses(place.binding)
-            if [use for use in uses if isinstance(use.ctx, ast.Store)] == [statement.targets[0]]:
-                datasets.extend(use for use in uses if isinstance(use.ctx, ast.Load))
+    bound = model.assigned_name(call)
+    if bound is not None and model.bound_once(*bound):
+        datasets.extend(use for use in model.uses(bound[1].binding) if isinstance(use.ctx, ast.Load))
     for dataset in datasets:
         parent = _call_around(model, dataset)
         if isinstance(parent, ast.Call) and model.resolved_names(parent.func) == {TENSOR_DATASET} and any(
@@ -64,17 +60,10 @@ def _dataset_of(loader: ast.Call) -> Optional[ast.expr]:
 
 
 def _feeds_unmoved_batches(model: SemanticModel, loader: ast.Call) -> bool:
-    statement = model.parent(loader)
-    if not (isinstance(statement, ast.Assign) and statement.value is loader and len(statement.targets) == 1):
+    bound = model.assigned_name(loader)
+    if bound is None or not model.bound_once(*bound):
         return False
-    target = statement.targets[0]
-    place = model.place(target) if isinstance(target, ast.Name) else None
-    if place is None:
-        return False
-    uses = model.uses(place.binding)
-    if [use for use in uses if isinstance(use.ctx, ast.Store)] != [target]:
-        return False
-    for use in uses:
+    for use in model.uses(bound[1].binding):
         loop = _loop_over(model, use)
         if loop is not None and _passes_a_batch_unmoved(model, loop, _batch_names(model, loop, use)):
             return True

@@ -179,6 +179,20 @@ class SemanticModel(Survey):
             return Place(Binding(method.owner.scope, "self"), "." + rest if rest else "")
         return Place(binding, "." + rest if rest else "")
 
+    def assigned_name(self, value: ast.expr) -> Optional[Tuple[ast.Name, Place]]:
+        """The plain name, and its place, that ``name = value`` binds, where ``value`` is the whole
+        right-hand side of an assignment to that one target; None for any other use of ``value``."""
+        statement = self.parent(value)
+        if not (isinstance(statement, ast.Assign) and statement.value is value and len(statement.targets) == 1):
+            return None
+        target = statement.targets[0]
+        place = self.place(target) if isinstance(target, ast.Name) else None
+        return (target, place) if isinstance(target, ast.Name) and place is not None else None
+
+    def bound_once(self, target: ast.Name, place: Place) -> bool:
+        """Whether ``target`` is the only assignment of its binding (a ``del`` aside)."""
+        return [use for use in self.uses(place.binding) if isinstance(use.ctx, ast.Store)] == [target]
+
     @cached_property
     def _names_by_id(self) -> Dict[str, List[ast.Name]]:
         found: Dict[str, List[ast.Name]] = {}

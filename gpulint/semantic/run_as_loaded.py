@@ -22,13 +22,10 @@ from gpulint.semantic.torch_api import MULTI_DEVICE_WORDS
 
 def run_on_gpu_inputs_as_loaded(model: SemanticModel, call: ast.Call) -> bool:
     """Whether what ``call`` loads is a module the program runs as loaded on inputs it moves to the GPU."""
-    statement = model.parent(call)
-    if not (isinstance(statement, ast.Assign) and statement.value is call and len(statement.targets) == 1):
+    bound = model.assigned_name(call)
+    if bound is None or bound[1].binding.scope.is_class or model.spells(MULTI_DEVICE_WORDS):
         return False
-    target = statement.targets[0]
-    place = model.place(target) if isinstance(target, ast.Name) else None
-    if place is None or place.binding.scope.is_class or model.spells(MULTI_DEVICE_WORDS):
-        return False
+    target, place = bound
     uses = model.uses(place.binding)
     reads = [use for use in uses if isinstance(use.ctx, ast.Load)]
     if [use for use in uses if use not in reads] != [target] or not reads:

@@ -24,16 +24,13 @@ def unmoved_script_module(model: SemanticModel, call: ast.Call) -> bool:
     """Whether ``call`` is a ``torch.jit.load`` whose module the file never moves."""
     if model.resolved_names(call.func) != {JIT_LOAD}:
         return False
-    statement = model.parent(call)
-    if not (isinstance(statement, ast.Assign) and statement.value is call and len(statement.targets) == 1):
-        return False
-    target = statement.targets[0]
-    place = model.place(target) if isinstance(target, ast.Name) else None
-    if place is None or place.binding.scope.is_class:
+    bound = model.assigned_name(call)
+    if bound is None or bound[1].binding.scope.is_class:
         return False  # a class attribute is also read as ``self.<name>``, which may move it
+    target, place = bound
     reads = [
         use for use in model.uses(place.binding)
-        if isinstance(use.ctx, ast.Load) and _position(use) > _position(statement) and not _exclusive(model, statement, use)
+        if isinstance(use.ctx, ast.Load) and _position(use) > _position(target) and not _exclusive(model, target, use)
     ]
     if not reads and not place.binding.scope.is_function:
         return False  # another module may import the name and move what it holds
