@@ -76,6 +76,7 @@ HOLDOUT_SETS = {
     "A tenth held-out set": ("wild-holdout-10-first.json", "wild-holdout-10.json"),
     "An eleventh held-out set": ("wild-holdout-11-first.json", "wild-holdout-11.json"),
     "A twelfth held-out set": ("wild-holdout-12-first.json", "wild-holdout-12.json"),
+    "A thirteenth held-out set": ("wild-holdout-13-first.json", "wild-holdout-13.json"),
 }
 HOLDOUT_FIGURES = r"the first measurement gave (?P<first>[^;]*); now (?P<now>[^.]*(?:\.\d+[^.]*)*)\."
 
