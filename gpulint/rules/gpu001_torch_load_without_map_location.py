@@ -469,7 +469,8 @@ def _downloaded(model: SemanticModel, scope: ast.AST, loaded: ast.expr, anchor: 
 
 def _last_bound_to_a_download(model: SemanticModel, scope: ast.AST, loaded: ast.expr, anchor: ast.AST) -> bool:
     """Whether the loaded name was last bound, before ``anchor``, by an assignment that always runs
-    before it (a statement before it in a block around it, not inside another statement) of what a
+    before it (a statement before it in a block around it, or in a ``with`` block or ``try`` body
+    there: :func:`_always_run`; not in a branch or a loop) of what a
     download returns, with no ``or`` or conditional expression choosing something else instead,
     and nothing binds the name between that assignment and ``anchor``. ``path =
     hf_hub_download(...)`` in one branch and ``path = args.name`` in the other loads a user's file
@@ -478,7 +479,7 @@ def _last_bound_to_a_download(model: SemanticModel, scope: ast.AST, loaded: ast.
     if place is None:
         return False
     assignments: List[Tuple[ast.stmt, ast.expr, ast.expr]] = []
-    for statement in _statements_before(model, scope, anchor):
+    for statement in _always_run(list(_statements_before(model, scope, anchor))):
         if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
             assignments.append((statement, statement.targets[0], statement.value))
         elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
@@ -491,6 +492,22 @@ def _last_bound_to_a_download(model: SemanticModel, scope: ast.AST, loaded: ast.
         return False
     stores = [use for use in model.uses(place.binding) if isinstance(use.ctx, ast.Store) and use is not target]
     return not any(_position(last) < _position(store) < _position(anchor) for store in stores)
+
+
+TRY_STATEMENTS = (ast.Try, getattr(ast, "TryStar", ast.Try))
+"""``try`` and, since Python 3.11, ``try``/``except*``."""
+
+
+def _always_run(statements: List[ast.stmt]) -> Iterator[ast.stmt]:
+    """``statements``, and the statements of the ``with`` blocks and ``try`` bodies among them
+    (``with FileLock(lock): path = hf_hub_download(...)``), which run whenever they do unless an
+    exception leaves them."""
+    for statement in statements:
+        yield statement
+        if isinstance(statement, (ast.With, ast.AsyncWith)):
+            yield from _always_run(statement.body)
+        elif isinstance(statement, TRY_STATEMENTS):
+            yield from _always_run([*statement.body, *statement.finalbody])
 
 
 def _position(node: ast.AST) -> Tuple[int, int]:

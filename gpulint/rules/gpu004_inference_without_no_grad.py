@@ -26,7 +26,7 @@ from gpulint.semantic.one_example import keeps_activations, registers_hooks, run
 from gpulint.semantic.tiny_batches import on_tiny_images
 from gpulint.semantic.survey import ast_dotted_name
 from gpulint.semantic.torch_api import (
-    DEVICE_KEEPING_TENSOR_METHODS, ELEMENTWISE_METHODS, EXECUTOR_MODULES, FORWARD_METHODS, HISTORY_FREE_METHODS, LAYOUT_METHODS,
+    DEVICE_KEEPING_TENSOR_METHODS, ELEMENTWISE_METHODS, EXECUTOR_MODULES, FORWARD_METHODS, TENSOR_TO_ARRAY_METHODS, HISTORY_FREE_METHODS, LAYOUT_METHODS,
     MODULE_METHODS, TENSOR_METADATA_ATTRIBUTES, TENSOR_SHAPE_METHODS,
 )
 
@@ -48,6 +48,11 @@ CUT_STATEMENT_RUNS_MORE = (
     "trained), which gradients must reach; wrap just that forward pass in `torch.no_grad()`"
 )
 BUILTIN_NAMES = frozenset(dir(builtins))
+RECEIVER_ALONE_METHODS = (
+    HISTORY_FREE_METHODS | LAYOUT_METHODS | DEVICE_KEEPING_TENSOR_METHODS | ELEMENTWISE_METHODS | TENSOR_TO_ARRAY_METHODS
+)
+"""Methods whose result is made of the receiver alone (its arguments are dimensions, devices,
+dtypes, or compared with it to give a mask)."""
 
 Candidate = Tuple[ScopeFacts, List[ast.Call], Optional[Tuple[ast.stmt, str]]]
 """A scope's forward calls with gradients on and, where the scope trains, the statement the fix
@@ -98,10 +103,12 @@ class InferenceWithoutNoGrad(Rule):
         a module that never puts anything on an accelerator (its graph takes host memory, not the
         GPU's). In an inference-only program (``program``: a notebook, or a file with an
         ``if __name__ == "__main__":`` block or whose module-level code parses the command line;
-        nothing in the file trains, and it loads weights), a
+        nothing in the file trains or builds an optimizer, and it loads weights), a
         model the code binds and calls in a loop without ever setting its mode counts too, outside
         classes. In code that trains, an evaluation loop counts on its own (:func:`_evaluation_loops`)."""
-        inference_only = (program or model.has_main_guard or model.parses_the_command_line) and model.loads_weights and not model.trains
+        inference_only = (program or model.has_main_guard or model.parses_the_command_line) and model.loads_weights and not (
+            model.trains or model.builds_an_optimizer
+        )
         if not inference_only and not any(
             call.func.attr == "eval" or call.args for call in model.method_calls("eval", "train")
             if isinstance(call.func, ast.Attribute)
@@ -364,12 +371,26 @@ def _an_executor(model: SemanticModel, receiver: ast.expr) -> bool:
                 made.append(statement.value)
             elif isinstance(statement, ast.withitem) and statement.optional_vars is use:
                 made.append(statement.context_expr)
-    return any(
-        isinstance(value, ast.Call) and any(
-            name.startswith(module + ".") for name in model.resolved_names(value.func) for module in EXECUTOR_MODULES
-        )
-        for value in made
-    )
+    return any(_made_by_an_executor_module(model, value, depth=0) for value in made)
+
+
+def _made_by_an_executor_module(model: SemanticModel, value: ast.expr, depth: int) -> bool:
+    """``mp.Pool(4)``, or a method call on what such a call made (``mp.get_context("spawn").Pool(2)``,
+    ``ctx.Pool(2)`` with ``ctx = mp.get_context("spawn")``), a few steps deep."""
+    if depth > 3 or not isinstance(value, ast.Call):
+        return False
+    if any(name.startswith(module + ".") for name in model.resolved_names(value.func) for module in EXECUTOR_MODULES):
+        return True
+    if not isinstance(value.func, ast.Attribute):
+        return False
+    receiver = value.func.value
+    if isinstance(receiver, ast.Name):
+        bound = [
+            statement.value for use in model.uses(model.scope_at(receiver).resolve(receiver.id))
+            for statement in [model.parent(use)] if isinstance(statement, ast.Assign) and use in statement.targets
+        ]
+        return any(_made_by_an_executor_module(model, made, depth + 1) for made in bound)
+    return _made_by_an_executor_module(model, receiver, depth + 1)
 
 
 PRINT = "print"
@@ -570,30 +591,47 @@ def _cut_of(model: SemanticModel, call: ast.Call) -> Optional[ast.expr]:
 
 
 def _chain_top(model: SemanticModel, node: ast.expr) -> ast.expr:
-    """The end of the chain of attributes, method calls and indexing that starts at ``node``
-    (``.data`` of ``out.data[0].numpy()``: the whole expression)."""
+    """The end of the chain that starts at the cut ``node`` and goes on only through indexing,
+    ``.data`` and methods of the receiver alone (``.numpy()``, ``.item()``, ``.sum()``, ``.eq(y)``):
+    ``out.data[0].numpy()`` whole, but not ``.sub(other)``, whose result may carry ``other``'s history."""
     while True:
         parent = model.parent(node)
-        if isinstance(parent, (ast.Attribute, ast.Subscript)) and parent.value is node:
+        if isinstance(parent, ast.Subscript) and parent.value is node:
             node = parent
-        elif isinstance(parent, ast.Call) and parent.func is node:
-            node = parent
-        else:
+            continue
+        if not (isinstance(parent, ast.Attribute) and parent.value is node):
             return node
+        if parent.attr == "data":
+            node = parent
+            continue
+        method = model.parent(parent)
+        if not (isinstance(method, ast.Call) and method.func is parent and parent.attr in RECEIVER_ALONE_METHODS):
+            return node
+        node = method
 
 
 def _runs_only_the_cut(model: SemanticModel, statement: ast.stmt, calls: List[ast.Call]) -> bool:
-    """Whether ``statement`` is a simple one (an assignment or an expression) whose calls, outside
-    the expressions that cut the forward calls' outputs and what the cut values are put through
-    (whose results carry no history whatever grad mode computes them in), are only builtins (``print``, ``float``): then ``torch.no_grad()``
-    around it changes no value. Not a compound statement, whose body may train, nor one that also
-    runs a model being trained (a distillation loss beside a teacher's detached output)."""
-    if not isinstance(statement, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr)):
+    """Whether ``statement`` binds plain names to, or just evaluates, an expression that cuts a
+    forward call's output at once (:func:`_chain_top` of its cut), or a builtin's call of such
+    expressions and constants (``print(net(x).argmax(1).item())``): nothing in it carries history
+    whatever grad mode computes it in, so ``torch.no_grad()`` around it changes no value. Not a
+    compound statement, whose body may train, nor an operator or a call combining the cut value with
+    another (``out - teacher(x).detach()``, a distillation loss), nor a store into an item or an
+    attribute, nor ``+=``, which may change a tensor that training backpropagates through."""
+    if isinstance(statement, ast.Assign) and all(isinstance(target, ast.Name) for target in statement.targets):
+        value = statement.value
+    elif isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name) and statement.value is not None:
+        value = statement.value
+    elif isinstance(statement, ast.Expr):
+        value = statement.value
+    else:
         return False
-    inside = {id(node) for call in calls for cut in [_cut_of(model, call)] if cut is not None for node in ast.walk(_chain_top(model, cut))}
-    return all(
-        id(node) in inside or model.is_builtin(node.func, BUILTIN_NAMES)
-        for node in ast.walk(statement) if isinstance(node, ast.Call)
+    tops = {id(_chain_top(model, cut)) for call in calls for cut in [_cut_of(model, call)] if cut is not None}
+    if id(value) in tops:
+        return True
+    return isinstance(value, ast.Call) and model.is_builtin(value.func, BUILTIN_NAMES) and all(
+        id(argument) in tops or isinstance(argument, ast.Constant)
+        for argument in [*value.args, *(keyword.value for keyword in value.keywords)]
     )
 
 

@@ -65,7 +65,7 @@ def _feeds_unmoved_batches(model: SemanticModel, loader: ast.Call) -> bool:
         return False
     for use in model.uses(bound[1].binding):
         loop = _loop_over(model, use)
-        if loop is not None and _passes_a_batch_unmoved(model, loop, _batch_names(model, loop, use)):
+        if loop is not None and _passes_a_batch_unmoved(model, loop, _batch_names(model, loop)):
             return True
     return False
 
@@ -82,7 +82,7 @@ def _loop_over(model: SemanticModel, read: ast.Name) -> Optional[ast.For]:
     return parent if isinstance(parent, ast.For) and parent.iter is iterated else None
 
 
-def _batch_names(model: SemanticModel, loop: ast.For, loader: ast.Name) -> Set[str]:
+def _batch_names(model: SemanticModel, loop: ast.For) -> Set[str]:
     """The names a loop binds to a batch's parts (not ``enumerate``'s count)."""
     target = loop.target
     enumerated = any(

@@ -845,6 +845,15 @@ class SemanticModel(Survey):
         """Whether anything in the module calls ``backward``, an optimizer ``step`` or ``torch.autograd.grad``."""
         return any(self.needs_gradients(site.node) for site in self.call_sites)
 
+    @cached_property
+    def builds_an_optimizer(self) -> bool:
+        """Whether the module builds one of torch's optimizers (``torch.optim.SGD(...)``): code that
+        sets up training, even where the steps run in imported helpers."""
+        return any(
+            any(name.startswith(torch_api.OPTIMIZER_NAMESPACE) for name in self.resolved_names(call.func))
+            for call in self.calls()
+        )
+
     def needs_gradients(self, call: ast.Call) -> bool:
         """``x.backward()``, ``x.step()``, ``torch.autograd.grad(...)`` (also imported by name:
         ``from torch.autograd import grad``)."""

@@ -214,8 +214,8 @@ class Survey:
         """For each outermost function (None: the module-level code), the dotted names it shows to
         be modules: receivers of ``nn.Module`` methods (``model.eval()``), names bound to a
         module built, moved or switched (``net = Net().cuda()``, ``head = nn.Linear(...)``), and
-        names bound to a loaded object that the same function calls (``model =
-        torch.load(path)["model"]`` and ``model(x)``)."""
+        names bound to a loaded object that the same function calls and moves or switches like a
+        module (``model = torch.load(path)["model"]``, ``model = model.cuda()``, ``model(x)``)."""
         found: DefaultDict[Optional[ast.AST], Set[str]] = defaultdict(set)
         for call in self.method_calls(*MODULE_METHODS):
             assert isinstance(call.func, ast.Attribute)
@@ -224,11 +224,16 @@ class Survey:
             if self._constructs_module(assign.value):
                 found[self.function_of(assign)].update(map(ast_dotted_name, assign.targets))  # type: ignore[arg-type]
         called = {(self.function_of(call), call.func.id) for call in self.nodes(ast.Call) if isinstance(call.func, ast.Name)}
+        switched = {
+            (self.function_of(call), call.func.value.id) for call in self.method_calls(*MODULE_RETURNING_METHODS)
+            if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name)
+        }
         for assign in self.nodes(ast.Assign):
             if self._loads_an_object(assign.value):
-                found[self.function_of(assign)].update(
+                function = self.function_of(assign)
+                found[function].update(
                     target.id for target in assign.targets
-                    if isinstance(target, ast.Name) and (self.function_of(assign), target.id) in called
+                    if isinstance(target, ast.Name) and (function, target.id) in called and (function, target.id) in switched
                 )
         return {function: frozenset(names - {None}) for function, names in found.items()}
 
@@ -242,7 +247,8 @@ class Survey:
     @cached_property
     def modules(self) -> FrozenSet[str]:
         """The dotted names the file treats as modules, anywhere in it (what the per-scope analyses
-        read; ``analysis.tensors.ModuleEvidence`` learns the same from a LibCST tree)."""
+        read; ``analysis.tensors.ModuleEvidence`` learns the same from a LibCST tree, but for loaded
+        objects, which only GPU004's inference-only programs read)."""
         return frozenset().union(*self.module_evidence.values())
 
     def _constructs_module(self, value: ast.expr) -> bool:

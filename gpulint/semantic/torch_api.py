@@ -199,6 +199,9 @@ ELEMENTWISE_METHODS = frozenset({"softmax", "log_softmax", "sigmoid", "tanh", "r
 """Tensor methods that map each value of the receiver (along a dimension, for ``softmax``): the
 result is a tensor made of the receiver alone."""
 
+TENSOR_TO_ARRAY_METHODS = frozenset({"numpy"})
+"""Tensor methods that give a numpy array of its values (on the CPU), without its history."""
+
 ARRAY_ONLY_METHODS = frozenset({"astype", "tobytes", "tofile"})
 """Methods of numpy arrays that tensors lack: a value they are called on is no tensor
 (``semantic.array_data`` reads them)."""
