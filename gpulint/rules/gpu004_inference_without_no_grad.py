@@ -570,44 +570,50 @@ def _cut_of(model: SemanticModel, call: ast.Call) -> Optional[ast.expr]:
     methods that make a tensor of the receiver alone (``.cpu()``, ``[0]``, ``.softmax(-1)``,
     ``.mean()``): ``.data``, or a call of a method whose result carries no history (``.detach()``,
     ``.item()``, ``.argmax()``). None where something else takes the output first."""
-    node: ast.expr = call
-    while True:
-        parent = model.parent(node)
-        if isinstance(parent, ast.Subscript) and parent.value is node:
-            node = parent
-            continue
-        if not (isinstance(parent, ast.Attribute) and parent.value is node):
+    for link, node in _links(model, call):
+        if link == "data" or link in HISTORY_FREE_METHODS:
+            return node
+        if link != INDEXING and link not in LAYOUT_METHODS | DEVICE_KEEPING_TENSOR_METHODS | ELEMENTWISE_METHODS:
             return None
-        if parent.attr == "data":
-            return parent
-        method = model.parent(parent)
-        if not (isinstance(method, ast.Call) and method.func is parent):
-            return None
-        if parent.attr in HISTORY_FREE_METHODS:
-            return method
-        if parent.attr not in LAYOUT_METHODS | DEVICE_KEEPING_TENSOR_METHODS | ELEMENTWISE_METHODS:
-            return None
-        node = method
+    return None
 
 
 def _chain_top(model: SemanticModel, node: ast.expr) -> ast.expr:
     """The end of the chain that starts at the cut ``node`` and goes on only through indexing,
     ``.data`` and methods of the receiver alone (``.numpy()``, ``.item()``, ``.sum()``, ``.eq(y)``):
     ``out.data[0].numpy()`` whole, but not ``.sub(other)``, whose result may carry ``other``'s history."""
+    top = node
+    for link, outer in _links(model, node):
+        if link not in (INDEXING, "data") and link not in RECEIVER_ALONE_METHODS:
+            break
+        top = outer
+    return top
+
+
+INDEXING = "[]"
+"""The link of :func:`_links` that indexes the value (``out[0]``)."""
+
+
+def _links(model: SemanticModel, node: ast.expr) -> Iterator[Tuple[str, ast.expr]]:
+    """The chain of indexing (:data:`INDEXING`), ``.data`` and method calls that starts at ``node``:
+    each link's name with the expression it ends (``out[0].cpu()``: ``[]``, then ``cpu``)."""
     while True:
         parent = model.parent(node)
         if isinstance(parent, ast.Subscript) and parent.value is node:
             node = parent
+            yield INDEXING, node
             continue
         if not (isinstance(parent, ast.Attribute) and parent.value is node):
-            return node
+            return
         if parent.attr == "data":
             node = parent
+            yield "data", node
             continue
         method = model.parent(parent)
-        if not (isinstance(method, ast.Call) and method.func is parent and parent.attr in RECEIVER_ALONE_METHODS):
-            return node
+        if not (isinstance(method, ast.Call) and method.func is parent):
+            return
         node = method
+        yield parent.attr, node
 
 
 def _runs_only_the_cut(model: SemanticModel, statement: ast.stmt, calls: List[ast.Call]) -> bool:
