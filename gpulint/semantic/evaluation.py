@@ -201,13 +201,9 @@ class _Walk(GradientWalker):
                 place = self.model.place(target)
                 if place is not None:
                     self.stack[-1].models.add(place)
-        if self._copy_in_evaluation(value):
-            for target in node.targets:
-                place = self.model.place(target) if ast_dotted_name(target) else None
-                if place is not None:
-                    self.stack[-1].mode[place] = True
-                    self.stack[-1].set_modes.add(ast_dotted_name(target) or "")
-        if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "eval":
+        if self._copy_in_evaluation(value) or (
+            isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "eval"
+        ):
             for target in node.targets:
                 if ast_dotted_name(target):
                     place = self.model.place(target)
