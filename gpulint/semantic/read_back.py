@@ -5,8 +5,10 @@ and ``map_location`` would move them somewhere else:
 
 - **a cache**: one branch of an ``if`` loads a path into a name, and the other binds that name to a
   value it saves to the same path, directly (``torch.save(spec, spec_path)``) or through a
-  function of the module that saves what it returns to the path it is passed. Either branch leaves
-  the same value, on the same device.
+  function of the module that saves what it returns to the path it is passed; or it unpacks the
+  load into names (``src, tgt = torch.load(path)``) that the other branch binds and saves, as the
+  same tuple, to the same path (``torch.save((src, tgt), path)``). Either branch leaves the same
+  value, on the same device.
 - **a live object restored**: the code saves a module or optimizer whole (what the model treats as
   a module, not a state dict) and loads the same path back: the object returns to the device the
   program put it on. So does an object's own tensor: a method saves ``self.weight`` (or its
@@ -178,45 +180,56 @@ class ReadBack:
             node, parent = parent, self.model.parent(parent)
 
     def _reads_cache(self, call: ast.Call, path: Optional[ast.expr]) -> bool:
-        bound = self._bound_name(call)
+        bound = self._bound_names(call)
         if bound is None:
             return False
-        statement, name, index = bound
+        statement, names, index = bound
         branch = self._other_branch(statement)
         if branch is None:
             return False
-        bindings = [
-            node for node in own_nodes(branch)
-            if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store)
-        ]
         for node in own_nodes(branch):
             if isinstance(node, ast.Call) and self._saves(node):
                 value, saved = _argument(node, 0, "obj"), _argument(node, 1, "f")
                 if (
-                    isinstance(value, ast.Name) and value.id == name and saved is not None
+                    _spells(value, names) and saved is not None
                     and self.same_path(self.path_of(saved), path)
-                    and any(self.runs_before(binding, node) for binding in bindings)
+                    and all(self._bound_before(branch, name, node) for name in names)
                 ):
                     return True
-            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            if len(names) == 1 and isinstance(node, ast.Assign) and len(node.targets) == 1:
+                name = names[0]
                 value = _element(node.targets[0], node.value, name, index)
                 if isinstance(value, ast.Call) and self._saves_and_returns(value, path):
                     return True
         return False
 
-    def _bound_name(self, call: ast.Call) -> Optional[Tuple[ast.Assign, str, Optional[int]]]:
-        """``(statement, name, index)`` for ``name = load(...)`` (index None) and
-        ``name, other = load(...), value`` (the index of ``name`` in the tuple)."""
+    def _bound_before(self, branch: List[ast.stmt], name: str, save: ast.Call) -> bool:
+        """Whether a statement of ``branch`` binds ``name`` before ``save`` runs."""
+        return any(
+            isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store)
+            and self.runs_before(node, save)
+            for node in own_nodes(branch)
+        )
+
+    def _bound_names(self, call: ast.Call) -> Optional[Tuple[ast.Assign, Tuple[str, ...], Optional[int]]]:
+        """``(statement, names, index)`` for ``name = load(...)`` and ``first, second = load(...)``
+        (index None) and ``name, other = load(...), value`` (the index of ``name`` in the tuple)."""
         parent = self.model.parent(call)
-        if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name):
-            return parent, parent.targets[0].id, None
+        if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and parent.value is call:
+            target = parent.targets[0]
+            if isinstance(target, ast.Name):
+                return parent, (target.id,), None
+            elements = target.elts if isinstance(target, (ast.Tuple, ast.List)) else []
+            if elements and all(isinstance(element, ast.Name) for element in elements):
+                return parent, tuple(element.id for element in elements if isinstance(element, ast.Name)), None
+            return None
         statement = self.model.parent(parent) if isinstance(parent, ast.Tuple) else None
         if isinstance(statement, ast.Assign) and isinstance(parent, ast.Tuple) and len(statement.targets) == 1:
             target = statement.targets[0]
             index = next(i for i, element in enumerate(parent.elts) if element is call)
             element = target.elts[index] if isinstance(target, ast.Tuple) and len(target.elts) == len(parent.elts) else None
             if isinstance(element, ast.Name):
-                return statement, element.id, index
+                return statement, (element.id,), index
         return None
 
     def _other_branch(self, statement: ast.stmt) -> Optional[List[ast.stmt]]:
@@ -274,6 +287,15 @@ def _element(target: ast.expr, value: ast.expr, name: str, index: Optional[int])
         return None
     element = target.elts[index]
     return value.elts[index] if isinstance(element, ast.Name) and element.id == name else None
+
+
+def _spells(value: Optional[ast.expr], names: Tuple[str, ...]) -> bool:
+    """Whether ``value`` is the name ``names`` holds one of, or the tuple or list of ``names``, in order."""
+    if len(names) == 1:
+        return isinstance(value, ast.Name) and value.id == names[0]
+    return isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(names) and all(
+        isinstance(element, ast.Name) and element.id == name for element, name in zip(value.elts, names)
+    )
 
 
 def _names_in(node: ast.AST) -> Iterator[ast.Name]:
