@@ -21,13 +21,14 @@ from gpulint.semantic.mapping_use import MappingUse
 from gpulint.semantic.model import Function, SemanticModel
 from gpulint.semantic.model_size import always_a_toy, is_toy_payload
 from gpulint.semantic.moved_at_once import moved_to_gpu_at_once
+from gpulint.semantic.path_strings import UNKNOWN, path_strings, segments
 from gpulint.semantic.published import names_a_published_file
 from gpulint.semantic.live_optimizer import restores_live_optimizer
 from gpulint.semantic.read_back import ReadBack, loaded_path
 from gpulint.semantic.run_as_loaded import run_on_gpu_inputs_as_loaded
 from gpulint.semantic.scopes import Binding
 from gpulint.semantic.survey import ast_dotted_name, ast_full_name, module_of, own_nodes
-from gpulint.semantic.torch_api import MAP_LOCATION_SLOT
+from gpulint.semantic.torch_api import MAP_LOCATION_SLOT, TENSORLESS_FILES
 from gpulint.semantic.unmoved_module import unmoved_script_module
 
 # The functions flagged are those of MAP_LOCATION_SLOT. ``torch.hub.load_state_dict_from_url`` and
@@ -206,7 +207,8 @@ def _quote_of(model: SemanticModel, node: ast.expr) -> Optional[str]:
 
 def _holds_no_device_tensors(model: SemanticModel, call: ast.Call) -> bool:
     """What the call loads was saved without device tensors, as the code shows: a scheduler,
-    scaler or RNG state by its name; a file downloaded in the same scope — the load's argument
+    scaler or RNG state by its name, or a file a library writes without tensors by its file name
+    (a Trainer's ``training_args.bin``); a file downloaded in the same scope — the load's argument
     is what a download call returned, or a download call fetches it when it is missing
     (``if not os.path.exists(path): load_file_from_url(...)``, or in the ``else`` of
     ``if os.path.exists(path):``, the path by name, attribute chain or as the same string) — or
@@ -219,7 +221,7 @@ def _holds_no_device_tensors(model: SemanticModel, call: ast.Call) -> bool:
     loaded = loaded_path(call)
     if loaded is None:
         return False
-    if NON_TENSOR_PAYLOADS & {word.lower() for word in _words_in(loaded)}:
+    if NON_TENSOR_PAYLOADS & {word.lower() for word in _words_in(loaded)} or _names_a_tensorless_file(model, loaded):
         return True
     if _is_download(model, loaded) or loaded_while_built(model, call) or names_a_published_file(model, loaded) or (
         _into_an_engine(model, call)
@@ -230,6 +232,13 @@ def _holds_no_device_tensors(model: SemanticModel, call: ast.Call) -> bool:
     if _downloaded(model, scope, loaded, call) or (function is not None and _downloaded_by_every_caller(model, function, loaded)):
         return True
     return model.derived(ArrayData).is_array_data(call)
+
+
+def _names_a_tensorless_file(model: SemanticModel, loaded: ast.expr) -> bool:
+    """Whether every string the path may be names a file a library writes without tensors
+    (:data:`~gpulint.semantic.torch_api.TENSORLESS_FILES`: a Trainer's ``training_args.bin``)."""
+    names = {(segments(value) or [UNKNOWN])[-1] for value in path_strings(model, loaded)}
+    return bool(names) and names <= TENSORLESS_FILES
 
 
 def _placed_by_the_program(model: SemanticModel, call: ast.Call) -> bool:

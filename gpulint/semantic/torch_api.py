@@ -34,6 +34,10 @@ digits of its SHA-256 (``resnet50-19c8e357.pth``), the hash ``load_state_dict_fr
 reads with ``torch.hub.HASH_REGEX``. Here the hash must hold a letter, so a date
 (``model-20231105.pth``) is none. Such a file is a release, downloaded by that name."""
 
+TENSORLESS_FILES = frozenset({"training_args.bin"})
+"""Files a library writes with ``torch.save`` that hold no tensors: transformers' ``Trainer`` pickles
+its ``TrainingArguments`` as ``training_args.bin`` (``transformers.trainer.TRAINING_ARGS_NAME``)."""
+
 EMPTY_CACHE = frozenset({"torch.cuda.empty_cache", "torch.cuda.memory.empty_cache"})
 """``torch.cuda.empty_cache`` under the names it is exported by: GPU003 checks what is alive at each call."""
 
