@@ -11,7 +11,10 @@ and ``map_location`` would move them somewhere else:
   value, on the same device.
 - **a live object restored**: the code saves a module or optimizer whole (what the model treats as
   a module, not a state dict) and loads the same path back: the object returns to the device the
-  program put it on. So does an object's own tensor: a method saves ``self.weight`` (or its
+  program put it on. So does a resume of whole modules: ``model = torch.load(path)`` (or
+  ``encoder, decoder = torch.load(path)``) where the module saves those same bindings, modules all,
+  whole to the same path (``torch.save(model, path)``, ``torch.save([encoder, decoder], path)``),
+  before the load or after it. So does an object's own tensor: a method saves ``self.weight`` (or its
   ``.data``) to ``self.weight_file``, and ``self.weight = torch.load(self.weight_file)`` restores
   it (the path an attribute the class assigns once).
 
@@ -122,7 +125,27 @@ class ReadBack:
         return any(
             ast_dotted_name(value) in self.model.modules and self.same_path(saved, path) and self.runs_before(save, call)
             for save, value, saved in self.saves
-        )
+        ) or self._resumes_modules(call, path)
+
+    def _resumes_modules(self, call: ast.Call, path: Optional[ast.expr]) -> bool:
+        """``model = torch.load(path)`` or ``encoder, decoder = torch.load(path)`` where a save of the
+        module writes those bindings, every one a module, whole to the same path."""
+        bound = self._bound_names(call)
+        if bound is None or bound[2] is not None:
+            return False
+        statement = bound[0]
+        targets = statement.targets[0]
+        restored = [targets] if isinstance(targets, ast.Name) else [e for e in getattr(targets, "elts", []) if isinstance(e, ast.Name)]
+        if not all(target.id in self.model.modules for target in restored):
+            return False
+        bindings = [self.model.scope_at(target).resolve(target.id) for target in restored]
+        for _, value, saved in self.saves:
+            if not (_spells(value, bound[1]) and self.same_path(saved, path)):
+                continue
+            written = [value] if isinstance(value, ast.Name) else [e for e in getattr(value, "elts", []) if isinstance(e, ast.Name)]
+            if [self.model.scope_at(name).resolve(name.id) for name in written] == bindings:
+                return True
+        return False
 
     def _restores_attribute(self, call: ast.Call, path: ast.expr) -> bool:
         """``self.weight = torch.load(self.weight_file)`` where a method of the class saves
