@@ -483,3 +483,12 @@ def test_a_date_or_a_short_tag_is_no_hub_hash(name):
 
 def test_the_hub_hash_has_the_digits_torch_hub_asks_for():
     assert "first eight or more" in " ".join((torch.hub.load_state_dict_from_url.__doc__ or "").split())
+
+
+def test_the_tensor_hook_registration_is_a_tensor_method_that_raises_without_grad():
+    assert callable(getattr(torch.Tensor, torch_api.TENSOR_HOOK_REGISTRATION))
+    assert not hasattr(torch.nn.Module, torch_api.TENSOR_HOOK_REGISTRATION)
+    with torch.no_grad():
+        computed = torch.ones(2, requires_grad=True) * 2
+    with pytest.raises(RuntimeError):
+        computed.register_hook(lambda gradient: gradient)

@@ -27,7 +27,7 @@ from gpulint.semantic.tiny_batches import on_tiny_images
 from gpulint.semantic.survey import ast_dotted_name
 from gpulint.semantic.torch_api import (
     DEVICE_KEEPING_TENSOR_METHODS, ELEMENTWISE_METHODS, EXECUTOR_MODULES, FORWARD_METHODS, TENSOR_TO_ARRAY_METHODS, HISTORY_FREE_METHODS, LAYOUT_METHODS,
-    MODULE_METHODS, TENSOR_METADATA_ATTRIBUTES, TENSOR_SHAPE_METHODS,
+    MODULE_METHODS, TENSOR_HOOK_REGISTRATION, TENSOR_METADATA_ATTRIBUTES, TENSOR_SHAPE_METHODS,
 )
 
 OUTPUTS_LEAVE = "a value computed from the forward pass leaves the function, and a caller may backpropagate it"
@@ -37,6 +37,10 @@ MODULE_WRAP = "it wraps module-level statements in a block, and code after them 
 """Why a GPU004 fix is unsafe, as one line of help."""
 
 LOOP_IN_TRAINING = "the code around the loop trains, and a value the loop computes must not reach a backward pass later"
+TENSOR_HOOKS_NEED_GRAD = (
+    "the file registers hooks on tensors (`attention.register_hook(...)`), which raise under "
+    "`torch.no_grad()` on a tensor that then requires no gradient"
+)
 HOOKS_KEEP_OUTPUTS = (
     "the file registers module hooks, which may hand the forward pass's activations to code that takes "
     "gradients through them (an attack's `torch.autograd.grad`)"
@@ -202,6 +206,8 @@ class InferenceWithoutNoGrad(Rule):
             scope, _, wrapped = self.found_candidates[key]
             if registers_hooks(model):
                 fix: FixOutcome = NoFix(HOOKS_KEEP_OUTPUTS)
+            elif _registers_tensor_hooks(model):
+                fix = NoFix(TENSOR_HOOKS_NEED_GRAD)
             elif wrapped is not None and wrapped[1] == CUT_IN_TRAINING and not _runs_only_the_cut(model, wrapped[0], self.found_candidates[key][1]):
                 fix = NoFix(CUT_STATEMENT_RUNS_MORE)
             elif wrapped is not None:
@@ -730,3 +736,11 @@ def _displayed(body: Sequence[cst.CSTNode], index: int) -> bool:
     statement = body[index]
     last_in_cell = index + 1 == len(body) or _starts_section(body[index + 1])
     return last_in_cell and isinstance(statement, cst.SimpleStatementLine) and isinstance(statement.body[-1], cst.Expr)
+
+
+def _registers_tensor_hooks(model: SemanticModel) -> bool:
+    """Whether the file calls ``<tensor>.register_hook(...)``: a forward pass that registers one
+    (an explanation method keeping attention gradients) cannot run with gradients off."""
+    return any(
+        isinstance(call.func, ast.Attribute) and call.func.attr == TENSOR_HOOK_REGISTRATION for call in model.calls()
+    )
