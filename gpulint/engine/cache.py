@@ -22,12 +22,13 @@ import os
 import secrets
 import tempfile
 from pathlib import Path
-from typing import Any, List, Optional, Protocol, Sequence, Tuple
+from typing import Any, List, Mapping, Optional, Protocol, Sequence, Tuple
 
 from gpulint import __version__
+from gpulint.engine.consulted import unchanged
 from gpulint.engine.diagnostics import Applicability, Diagnostic, Edit, Fix, Position
 
-FORMAT = 3
+FORMAT = 4
 """Bumped whenever an entry's layout changes."""
 
 ErrorFields = Tuple[str, Optional[int], Optional[int], Optional[int]]
@@ -154,18 +155,26 @@ class ResultCache:
             entry = json.loads(self._entry(key).read_text(encoding="utf-8"))
             if entry["key"] != key or entry["format"] != FORMAT:
                 return None
+            if not unchanged(entry["consulted"]):
+                return None
             diagnostics = [_diagnostic_from_json(entry["path"], item) for item in entry["diagnostics"]]
             error = entry["error"]
             return diagnostics, None if error is None else (str(error[0]), error[1], error[2], error[3])
         except (OSError, ValueError, KeyError, TypeError, IndexError):
             return None
 
-    def store(self, key: str, path: str, diagnostics: Sequence[Diagnostic], error: Optional[ErrorFields]) -> None:
-        """Write an entry atomically; a cache that cannot be written is silently not used."""
+    def store(
+        self, key: str, path: str, diagnostics: Sequence[Diagnostic], error: Optional[ErrorFields],
+        consulted: Optional[Mapping[str, Optional[str]]] = None,
+    ) -> None:
+        """Write an entry atomically; a cache that cannot be written is silently not used. ``consulted``:
+        the other files the result was decided on, each with a digest of its content (None: absent),
+        which must be the same for the entry to be used."""
         entry = {
             "format": FORMAT,
             "key": key,
             "path": path,
+            "consulted": dict(consulted or {}),
             "diagnostics": [_diagnostic_to_json(d) for d in diagnostics],
             "error": None if error is None else list(error),
         }

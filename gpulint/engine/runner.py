@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, List, Mapping, Optional, Tuple
 
 from gpulint.engine.cache import ResultCache
+from gpulint.engine.consulted import recording_consulted
 from gpulint.engine.diagnostics import Diagnostic
 from gpulint.frontend.notebook import Notebook, changed_cells, parse_notebook, rewrite, show
 from gpulint.engine.source import SourceError, SourceFile, quiet_compile, read_source, write_source
@@ -248,11 +249,12 @@ def process_file(path: Path, job: Job, cache: Optional[ResultCache] = None) -> F
     cached = _cached(display, source, job, cache)
     if cached is not None:
         return cached
-    result = process_source(display, source.text, job)
+    with recording_consulted() as consulted:
+        result = process_source(display, source.text, job)
     if cache is not None and job.mode is Mode.CHECK and (result.error is None or not result.error.transient):
         failure = result.error
         error_fields = None if failure is None else (failure.message, failure.line, failure.column, failure.cell)
-        cache.store(cache.key(display, source.text, job), display, result.diagnostics, error_fields)
+        cache.store(cache.key(display, source.text, job), display, result.diagnostics, error_fields, consulted)
     if job.mode is Mode.FIX and result.error is None and result.new_file_text not in (None, source.text):
         try:
             write_source(source, result.new_file_text)

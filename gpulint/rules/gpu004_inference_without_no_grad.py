@@ -6,7 +6,7 @@ import ast
 import bisect
 import builtins
 from itertools import takewhile
-from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider
@@ -22,6 +22,7 @@ from gpulint.semantic.confined import stays_inside
 from gpulint.semantic.evaluation import EvaluationFacts, ScopeFacts
 from gpulint.semantic.forward_values import hands_on, keeps_nothing_from
 from gpulint.semantic.model import Function, SemanticModel
+from gpulint.semantic.project_modules import project_modules
 from gpulint.semantic.one_example import keeps_activations, registers_hooks, runs_one_example
 from gpulint.semantic.tiny_batches import on_tiny_images
 from gpulint.semantic.survey import ast_dotted_name
@@ -38,8 +39,8 @@ MODULE_WRAP = "it wraps module-level statements in a block, and code after them 
 
 LOOP_IN_TRAINING = "the code around the loop trains, and a value the loop computes must not reach a backward pass later"
 TENSOR_HOOKS_NEED_GRAD = (
-    "the file registers hooks on tensors (`attention.register_hook(...)`), which raise under "
-    "`torch.no_grad()` on a tensor that then requires no gradient"
+    "the file or a project module it imports registers hooks on tensors (`attention.register_hook(...)`), "
+    "which raise under `torch.no_grad()` on a tensor that then requires no gradient"
 )
 HOOKS_KEEP_OUTPUTS = (
     "the file registers module hooks, which may hand the forward pass's activations to code that takes "
@@ -206,7 +207,7 @@ class InferenceWithoutNoGrad(Rule):
             scope, _, wrapped = self.found_candidates[key]
             if registers_hooks(model):
                 fix: FixOutcome = NoFix(HOOKS_KEEP_OUTPUTS)
-            elif _registers_tensor_hooks(model):
+            elif _registers_tensor_hooks(model, self.context.path):
                 fix = NoFix(TENSOR_HOOKS_NEED_GRAD)
             elif wrapped is not None and wrapped[1] == CUT_IN_TRAINING and not _runs_only_the_cut(model, wrapped[0], self.found_candidates[key][1]):
                 fix = NoFix(CUT_STATEMENT_RUNS_MORE)
@@ -738,9 +739,15 @@ def _displayed(body: Sequence[cst.CSTNode], index: int) -> bool:
     return last_in_cell and isinstance(statement, cst.SimpleStatementLine) and isinstance(statement.body[-1], cst.Expr)
 
 
-def _registers_tensor_hooks(model: SemanticModel) -> bool:
-    """Whether the file calls ``<tensor>.register_hook(...)``: a forward pass that registers one
-    (an explanation method keeping attention gradients) cannot run with gradients off."""
-    return any(
-        isinstance(call.func, ast.Attribute) and call.func.attr == TENSOR_HOOK_REGISTRATION for call in model.calls()
+def _registers_tensor_hooks(model: SemanticModel, path: str) -> bool:
+    """Whether the file, or a project module it imports (:func:`project_modules`), calls
+    ``<tensor>.register_hook(...)``: a forward pass that registers one (an explanation method
+    keeping attention gradients) cannot run with gradients off."""
+    return _calls_register_hook(model.calls()) or any(
+        _calls_register_hook(node for node in ast.walk(module) if isinstance(node, ast.Call))
+        for module in project_modules(model, path)
     )
+
+
+def _calls_register_hook(calls: Iterable[ast.Call]) -> bool:
+    return any(isinstance(call.func, ast.Attribute) and call.func.attr == TENSOR_HOOK_REGISTRATION for call in calls)

@@ -1,0 +1,165 @@
+"""The project's own modules that a file imports, read from disk beside it.
+
+A notebook that runs ``vit_LRP(pretrained=True)`` from ``baselines.ViT.ViT_LRP`` runs code the
+notebook does not show; a reader opens ``baselines/ViT/ViT_LRP.py`` next to it. So does gpulint,
+for the facts a fix's safety rests on: the modules a file imports are looked for as files of the
+project — for ``import a.b`` or ``from a.b import c``, ``a/b.py``, ``a/b/__init__.py`` (and
+``a/b/c.py``) under the file's folder or one of its :data:`MAX_LEVELS` nearest ancestors; for
+``from .m import x``, beside the file (a level up per extra dot) — and followed through the
+imports of the modules found, :data:`MAX_DEPTH` imports deep, :data:`MAX_MODULES` modules at most.
+Modules of the standard library and torch's own are never looked for: the project does not hold
+them. A file that is not on disk (standard input, an unsaved buffer) has no project.
+
+Each file looked for is recorded (:mod:`gpulint.engine.consulted`), with a digest of its content
+or as absent: a result cached for a file is valid only while the files it was decided on are
+unchanged.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import sys
+from pathlib import Path
+from typing import Dict, Iterator, List, Optional, Tuple
+
+from gpulint.engine.consulted import digest_of, record
+from gpulint.semantic.model import SemanticModel
+from gpulint.semantic.torch_api import TORCH_PACKAGE
+
+MAX_LEVELS = 4
+"""How many folders above a file's own an absolute import's package is looked for in."""
+MAX_DEPTH = 3
+"""How many imports deep project modules are followed from the file."""
+MAX_MODULES = 32
+"""The most project modules read for one file."""
+MAX_BYTES = 2_000_000
+"""Larger files are not read."""
+NOT_IN_THE_PROJECT = frozenset(sys.stdlib_module_names) | {TORCH_PACKAGE}
+"""Top-level packages never looked for among the project's files."""
+
+_read: Dict[Tuple[str, int, int], Tuple[str, Optional[ast.Module]]] = {}
+"""Modules read in this process, by path, modification time and size."""
+_READ_KEPT = 256
+
+
+def project_modules(model: SemanticModel, path: str) -> List[ast.Module]:
+    """The trees of the project modules that the file at ``path`` imports, directly or through them."""
+    return model.derived(_ProjectModulesOf).of(path)
+
+
+class _ProjectModulesOf:
+    def __init__(self, model: SemanticModel) -> None:
+        self.model = model
+        self.found: Dict[str, List[ast.Module]] = {}
+
+    def of(self, path: str) -> List[ast.Module]:
+        if path not in self.found:
+            self.found[path] = _follow(self.model.tree, Path(path))
+        return self.found[path]
+
+
+def _follow(tree: ast.Module, path: Path) -> List[ast.Module]:
+    if not path.is_file():
+        return []
+    seen = {os.path.abspath(path)}
+    found: List[ast.Module] = []
+    frontier = [(tree, path.parent)]
+    for _ in range(MAX_DEPTH):
+        next_frontier = []
+        for importer, folder in frontier:
+            for candidate in _imported_files(importer, folder):
+                key = os.path.abspath(candidate)
+                if key in seen or len(found) >= MAX_MODULES:
+                    continue
+                seen.add(key)
+                module = _module_at(candidate)
+                if module is not None:
+                    found.append(module)
+                    next_frontier.append((module, candidate.parent))
+        frontier = next_frontier
+    return found
+
+
+def _imported_files(tree: ast.Module, folder: Path) -> Iterator[Path]:
+    """The project files that the imports of ``tree``, a module in ``folder``, may name."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield from _absolute(alias.name, (), folder)
+        elif isinstance(node, ast.ImportFrom) and node.level:
+            base = folder
+            for _ in range(node.level - 1):
+                base = base.parent
+            parts = node.module.split(".") if node.module else []
+            yield from _located(base, parts, [alias.name for alias in node.names if alias.name != "*"])
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            yield from _absolute(node.module, tuple(alias.name for alias in node.names if alias.name != "*"), folder)
+
+
+def _absolute(dotted: str, names: Tuple[str, ...], folder: Path) -> Iterator[Path]:
+    parts = dotted.split(".")
+    if parts[0] in NOT_IN_THE_PROJECT:
+        return
+    root = folder
+    for _ in range(MAX_LEVELS + 1):
+        located = list(_located(root, parts, list(names)))
+        if located:
+            yield from located
+            return
+        if root.parent == root:
+            return
+        root = root.parent
+
+
+def _located(base: Path, parts: List[str], names: List[str]) -> Iterator[Path]:
+    """``base/<parts>.py`` or ``base/<parts>/__init__.py``, and the submodules ``names`` of a package,
+    as far as they are files (each looked for is recorded)."""
+    package = base.joinpath(*parts)
+    module = package.with_suffix(".py") if parts else None
+    if module is not None and _exists(module):
+        yield module
+        return
+    if parts and _exists(package / "__init__.py"):
+        yield package / "__init__.py"
+    for name in names:
+        submodule = package / f"{name}.py"
+        if _exists(submodule):
+            yield submodule
+
+
+def _exists(path: Path) -> bool:
+    present = path.is_file()
+    if not present:
+        record(path, None)
+    return present
+
+
+def _module_at(path: Path) -> Optional[ast.Module]:
+    try:
+        status = path.stat()
+    except OSError:
+        return None
+    key = (str(path.absolute()), status.st_mtime_ns, status.st_size)
+    if key not in _read:
+        if len(_read) >= _READ_KEPT:
+            _read.clear()
+        _read[key] = _parsed(path, status.st_size)
+    digest, module = _read[key]
+    record(path, digest)
+    return module
+
+
+def _parsed(path: Path, size: int) -> Tuple[str, Optional[ast.Module]]:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return "", None
+    digest = digest_of(data)
+    if size > MAX_BYTES:
+        return digest, None
+    try:
+        return digest, ast.parse(data)
+    except (SyntaxError, ValueError, RecursionError):
+        return digest, None
+
