@@ -71,8 +71,9 @@ class ReadBack:
 
     def path_of(self, node: ast.expr) -> Optional[ast.expr]:
         """The path a file object stands for (``f`` of ``with open(path, "rb") as f``, in the same
-        function), ``node`` itself for anything but a name, and None for a name bound to what
-        gpulint cannot tell apart from another file (another opener, a parameter...)."""
+        function), ``node`` itself for anything else (a name is told apart from another by
+        :meth:`same_path`), and None for a name a ``with`` binds to what gpulint cannot tell apart
+        from another file (another opener, a parameter...)."""
         if not isinstance(node, ast.Name):
             return node
         binding = self.model.scope_at(node).resolve(node.id)
@@ -89,17 +90,64 @@ class ReadBack:
                         return _argument(opened, 0, "file")
                     return None
             ancestor = self.model.parent(ancestor)
-        return node if self._bound_once(node) else None
+        return node
 
     def same_path(self, first: Optional[ast.expr], second: Optional[ast.expr]) -> bool:
-        """Spelled the same, every name of the same binding and bound once (a parameter, or one
-        assignment: never a loop, ``with`` or comprehension target, nor a name assigned twice)."""
+        """Spelled the same, every name of the same binding and either bound once (a parameter, or
+        one assignment: never a loop, ``with`` or comprehension target) or, where it is assigned
+        more than once, given its value at both places by the same assignment (:meth:`_same_value`)."""
         if first is None or second is None or ast.dump(first) != ast.dump(second):
             return False
         return all(
-            self.model.scope_at(a).resolve(a.id) == self.model.scope_at(b).resolve(b.id) and self._bound_once(a)
+            self.model.scope_at(a).resolve(a.id) == self.model.scope_at(b).resolve(b.id)
+            and (self._bound_once(a) or self._same_value(a, b))
             for a, b in zip(_names_in(first), _names_in(second))
         )
+
+    def _same_value(self, first: ast.Name, second: ast.Name) -> bool:
+        """Whether a plain assignment ``name = value`` in the block that holds both uses, before
+        both, is the last statement of the block to bind the name before either runs, and nothing
+        else binds it in between — no statement of the block, and no function (``global``): the
+        tutorial that sets ``FILE = "model.pth"``, saves and loads it, then sets
+        ``FILE = "checkpoint.pth"`` for the next example."""
+        holder = self._common_block(first, second)
+        if holder is None:
+            return False
+        block, first_index, second_index = holder
+        binding = self.model.scope_at(first).resolve(first.id)
+        stores = [use for use in self.model.uses(binding) if not isinstance(use.ctx, ast.Load)]
+        scope = self.model.innermost_function(first)
+        if any(self.model.innermost_function(store) is not scope for store in stores):
+            return False
+        start = min(first_index, second_index)
+        end = max(first_index, second_index)
+        for index in range(start - 1, -1, -1):
+            statement = block[index]
+            binds = [store for store in stores if any(store is node for node in ast.walk(statement))]
+            if not binds:
+                continue
+            if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1 and binds == statement.targets):
+                return False
+            return not any(store is node for store in stores for later in block[start:end + 1] for node in ast.walk(later))
+        return False
+
+    def _common_block(self, first: ast.AST, second: ast.AST) -> Optional[Tuple[List[ast.stmt], int, int]]:
+        """The innermost block (a statement list) that holds both nodes, with the indexes of the
+        statements of it that hold each."""
+        chain = {id(parent): child for child, parent in self._ancestors(first)}
+        for child, parent in self._ancestors(second):
+            if id(parent) not in chain:
+                continue
+            other = chain[id(parent)]
+            for field_name in ("body", "orelse", "finalbody"):
+                block = getattr(parent, field_name, None)
+                if isinstance(block, list) and any(item is other for item in block) and any(item is child for item in block):
+                    return (
+                        block, next(i for i, item in enumerate(block) if item is other),
+                        next(i for i, item in enumerate(block) if item is child),
+                    )
+            return None
+        return None
 
     def _bound_once(self, name: ast.Name) -> bool:
         binding = self.model.scope_at(name).resolve(name.id)
