@@ -568,11 +568,31 @@ def _cut_at_once(model: SemanticModel, calls: List[ast.Call]) -> List[Tuple[ast.
 
 def _output_cut_at_once(model: SemanticModel, call: ast.Call) -> bool:
     """Whether the expression around ``call`` cuts its output from the graph before anything can
-    hold it (:func:`_cut_of`)."""
-    return _cut_of(model, call) is not None
+    hold it (:func:`_cut_of`), or the output is bound to a name that every read cuts
+    (:func:`_bound_then_only_cut`)."""
+    return _cut_of(model, call) is not None or _bound_then_only_cut(model, call)
 
 
-def _cut_of(model: SemanticModel, call: ast.Call) -> Optional[ast.expr]:
+def _bound_then_only_cut(model: SemanticModel, call: ast.Call) -> bool:
+    """``out = model(x)`` where ``out`` is assigned only there and every read of it, one at least,
+    cuts it from the graph at once (``out.data.max(1)``, ``out.argmax(1).item()``): an attack's
+    clean pass before the loop that takes gradients."""
+    statement = model.parent(call)
+    if not (isinstance(statement, ast.Assign) and statement.value is call and len(statement.targets) == 1):
+        return False
+    target = statement.targets[0]
+    if not isinstance(target, ast.Name):
+        return False
+    binding = model.scope_at(target).resolve(target.id)
+    if binding.name in binding.scope.parameters:
+        return False
+    uses = model.uses(binding)
+    reads = [use for use in uses if isinstance(use.ctx, ast.Load)]
+    stores = [use for use in uses if not isinstance(use.ctx, ast.Load)]
+    return stores == [target] and bool(reads) and all(_cut_of(model, read) is not None for read in reads)
+
+
+def _cut_of(model: SemanticModel, call: ast.expr) -> Optional[ast.expr]:
     """The expression that cuts ``call``'s output from the graph, reached through indexing and
     methods that make a tensor of the receiver alone (``.cpu()``, ``[0]``, ``.softmax(-1)``,
     ``.mean()``): ``.data``, or a call of a method whose result carries no history (``.detach()``,
@@ -625,7 +645,8 @@ def _links(model: SemanticModel, node: ast.expr) -> Iterator[Tuple[str, ast.expr
 
 def _runs_only_the_cut(model: SemanticModel, statement: ast.stmt, calls: List[ast.Call]) -> bool:
     """Whether ``statement`` binds plain names to, or just evaluates, an expression that cuts a
-    forward call's output at once (:func:`_chain_top` of its cut), or a builtin's call of such
+    forward call's output at once (:func:`_chain_top` of its cut), binds a name every read of
+    which cuts it (:func:`_bound_then_only_cut`), or a builtin's call of such
     expressions and constants (``print(net(x).argmax(1).item())``): nothing in it carries history
     whatever grad mode computes it in, so ``torch.no_grad()`` around it changes no value. Not a
     compound statement, whose body may train, nor an operator or a call combining the cut value with
@@ -640,7 +661,7 @@ def _runs_only_the_cut(model: SemanticModel, statement: ast.stmt, calls: List[as
     else:
         return False
     tops = {id(_chain_top(model, cut)) for call in calls for cut in [_cut_of(model, call)] if cut is not None}
-    if id(value) in tops:
+    if id(value) in tops or any(value is call and _bound_then_only_cut(model, call) for call in calls):
         return True
     return isinstance(value, ast.Call) and model.is_builtin(value.func, BUILTIN_NAMES) and all(
         id(argument) in tops or isinstance(argument, ast.Constant)
