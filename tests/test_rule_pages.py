@@ -77,6 +77,8 @@ HOLDOUT_SETS = {
     "An eleventh held-out set": ("wild-holdout-11-first.json", "wild-holdout-11.json"),
     "A twelfth held-out set": ("wild-holdout-12-first.json", "wild-holdout-12.json"),
     "A thirteenth held-out set": ("wild-holdout-13-first.json", "wild-holdout-13.json"),
+    "A fourteenth held-out set": ("wild-holdout-14-first.json", "wild-holdout-14.json"),
+    "A fifteenth held-out set": ("wild-holdout-15-first.json", "wild-holdout-15.json"),
 }
 HOLDOUT_FIGURES = r"the first measurement gave (?P<first>[^;]*); now (?P<now>[^.]*(?:\.\d+[^.]*)*)\."
 

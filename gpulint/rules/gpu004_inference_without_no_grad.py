@@ -18,7 +18,7 @@ from gpulint.engine.diagnostics import Applicability, Edit, FixOutcome, NoFix
 from gpulint.engine.rule import FixAvailability, Rule
 from gpulint.engine.test_modules import is_test_module
 from gpulint.semantic.backward import backpropagated_functions
-from gpulint.semantic.confined import stays_inside
+from gpulint.semantic.confined import stays_in_statements, stays_inside
 from gpulint.semantic.evaluation import EvaluationFacts, ScopeFacts
 from gpulint.semantic.forward_values import hands_on, keeps_nothing_from
 from gpulint.semantic.model import Function, SemanticModel
@@ -47,6 +47,7 @@ HOOKS_KEEP_OUTPUTS = (
     "gradients through them (an attack's `torch.autograd.grad`)"
 )
 TAIL_IN_TRAINING = "the function trains before this code, and a value it computes must not reach a backward pass later"
+TAIL_OF_A_TRAINING_LOOP = "the loop around it trains, and a value this code computes must not reach a backward pass later"
 CUT_IN_TRAINING = "the code around it trains, and grad mode also reaches whatever else the statement runs"
 CUT_STATEMENT_RUNS_MORE = (
     "the statement runs more than the forward pass whose output it cuts (a body, a model being "
@@ -144,6 +145,11 @@ class InferenceWithoutNoGrad(Rule):
                     *((statement, part, LOOP_IN_TRAINING) for statement, part in _evaluation_loops(model, scope, calls)),
                     *((statement, part, TAIL_IN_TRAINING) for statement, part in _evaluation_tails(model, scope, calls)),
                 ]
+                covered = {id(call) for _, part, _ in evaluation for call in part}
+                evaluation.extend(
+                    (statement, part, TAIL_OF_A_TRAINING_LOOP)
+                    for statement, part in _training_loop_tails(model, scope, [call for call in calls if id(call) not in covered])
+                )
                 covered = {id(call) for _, part, _ in evaluation for call in part}
                 evaluation.extend(
                     (statement, part, CUT_IN_TRAINING)
@@ -540,6 +546,41 @@ def _evaluation_tails(model: SemanticModel, scope: ScopeFacts, calls: List[ast.C
     ]
 
 
+def _training_loop_tails(model: SemanticModel, scope: ScopeFacts, calls: List[ast.Call]) -> List[Tuple[ast.stmt, List[ast.Call]]]:
+    """In a scope that trains, the evaluation at the end of each turn of a training loop (an epoch
+    loop whose body runs the training steps, then ``generator.eval()`` and sample or validation
+    forward passes): the statements of the loop's body after the last one that trains, each of
+    those that holds forward calls, where nothing in the tail may train (:func:`_may_train_inside`)
+    and nothing the tail computes that may carry history is seen after it — after the loop, or by
+    the next turn's training (:func:`~gpulint.semantic.confined.stays_in_statements`) — in a module
+    whose models keep no activations (a forward hook may hand them to a backward pass)."""
+    if keeps_activations(model):
+        return []
+    training = [site.node for site in model.call_sites if site.caller is scope.function and model.needs_gradients(site.node)]
+    loops = {
+        id(node): node for step in training for node in _ancestors(model, step, scope.node) if isinstance(node, LOOPS)
+    }
+    found: List[Tuple[ast.stmt, List[ast.Call]]] = []
+    for loop in loops.values():
+        body = loop.body
+        last = max(
+            (index for index, statement in enumerate(body) if any(step is node for step in training for node in ast.walk(statement))),
+            default=None,
+        )
+        if last is None or last + 1 >= len(body):
+            continue
+        tail = body[last + 1:]
+        inside = {id(node) for statement in tail for node in ast.walk(statement)}
+        tail_calls = [call for call in calls if id(call) in inside]
+        if not tail_calls or any(_may_train_inside(model, statement, tail_calls) for statement in tail) or not stays_in_statements(model, tail):
+            continue
+        for statement in tail:
+            part = [call for call in tail_calls if any(call is node for node in ast.walk(statement))]
+            if part:
+                found.append((statement, part))
+    return found
+
+
 def _by_cell(model: SemanticModel, calls: List[ast.Call], notebook: bool) -> List[List[ast.Call]]:
     """The calls of a notebook's top-level code grouped by the cell they are in (each cell is read,
     run and fixed on its own); any other scope's calls as one group."""
@@ -556,8 +597,11 @@ def _cut_at_once(model: SemanticModel, calls: List[ast.Call]) -> List[Tuple[ast.
     """In a scope that trains, the statements around forward calls whose output the same expression
     cuts from the graph (``model(image).cpu().data.numpy()``, ``net(x).argmax(1).item()``:
     :func:`_output_cut_at_once`), inside a training loop or not, holding nothing that may train
-    (:func:`_may_train_inside`). No backward pass can reach what such a call computes, yet with
+    (:func:`_may_train_inside`), in a module whose models keep no activations (a forward hook may
+    hand them to a backward pass). No backward pass can reach what such a call computes, yet with
     gradients on it keeps every activation until the expression ends."""
+    if keeps_activations(model):
+        return []
     statements: Dict[int, Tuple[ast.stmt, List[ast.Call]]] = {}
     for call in calls:
         statement = next((node for node in model.ancestors(call) if isinstance(node, ast.stmt)), None)

@@ -62,17 +62,24 @@ EXCLUSIVE = (ast.If, ast.Match)
 
 def stays_inside(model: SemanticModel, loop: ast.stmt) -> bool:
     """Whether no value ``loop`` computes that may carry autograd history is seen after it."""
-    return _Confinement(model, loop).holds()
+    return _Confinement(model, [loop]).holds()
+
+
+def stays_in_statements(model: SemanticModel, statements: List[ast.stmt]) -> bool:
+    """Whether no value that ``statements``, consecutive statements of one block, compute and that
+    may carry autograd history is seen after them — after the block, or, in a loop's body, in the
+    statements before them that the next turn runs first — read as for a loop that runs them once."""
+    return _Confinement(model, statements).holds()
 
 
 class _Confinement:
-    def __init__(self, model: SemanticModel, loop: ast.stmt) -> None:
+    def __init__(self, model: SemanticModel, region: List[ast.stmt]) -> None:
         self.model = model
-        self.loop = loop
-        self.scope = model.scope_at(loop)
-        self.around = {id(loop), *map(id, model.ancestors(loop))}
-        """The loop and every node around it."""
-        self.inside = list(own_nodes([loop]))
+        self.region = region
+        self.scope = model.scope_at(region[0])
+        self.around = {*map(id, region), *map(id, model.ancestors(region[0]))}
+        """The region's statements and every node around them."""
+        self.inside = list(own_nodes(region))
         self.inside_ids = {id(node) for node in self.inside}
         self._plain_names: Dict[Binding, bool] = {}
         self._depth = 0
@@ -80,7 +87,7 @@ class _Confinement:
 
     def holds(self) -> bool:
         if self.scope.is_class or any(
-            isinstance(node, (*NAMED_DEFINITIONS, ast.Match)) for node in ast.walk(self.loop) if node is not self.loop
+            isinstance(node, (*NAMED_DEFINITIONS, ast.Match)) for statement in self.region for node in ast.walk(statement)
         ):
             return False
         bound = self._bound_inside()
@@ -472,14 +479,16 @@ def _in_body(loop: ast.AST, node: ast.AST) -> bool:
 
 def _may_store(model: SemanticModel, function: Function) -> bool:
     """Whether a function of the module may keep what it is given: it declares a name ``global`` or
-    ``nonlocal``, or stores into an attribute, an item or a container of a parameter (``self.cache
-    = x``, ``buffer.append(x)``). A generator keeps its arguments only while it lives."""
+    ``nonlocal``, or stores into an attribute, an item or a container of a parameter or of a name
+    it does not bind itself (``self.cache = x``, ``buffer.append(x)``, ``LAST[key] = x`` for a
+    module's dict). A generator keeps its arguments only while it lives."""
     parameters = set(function.scope.parameters)
+    own = function.scope.locals() - parameters
 
     def of_a_parameter(node: ast.expr) -> bool:
         while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
             node = node.func if isinstance(node, ast.Call) else node.value
-        return isinstance(node, ast.Name) and node.id in parameters
+        return isinstance(node, ast.Name) and node.id not in own
 
     for node in own_nodes(function.node.body):
         if isinstance(node, (ast.Global, ast.Nonlocal)):
