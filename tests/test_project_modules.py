@@ -138,3 +138,36 @@ def test_a_cached_result_is_not_used_once_an_imported_module_changes(tmp_path):
     assert fix_of_the_finding() is None
     (tmp_path / "models/attention.py").write_text(PLAIN_MODEL, encoding="utf-8")
     assert fix_of_the_finding() == "unsafe"
+
+
+def test_a_relative_path_searches_the_folders_above_the_working_directory(tmp_path):
+    _write(tmp_path, {
+        "models/attention.py": HOOKED_MODEL,
+        "scripts/predict.py": NOTEBOOK_LIKE_SCRIPT,
+    })
+    report = json.loads(run_gpulint(["check", "--format", "json", "--no-cache", "predict.py"], cwd=tmp_path / "scripts").stdout)
+    [finding] = [item for item in report if item["code"] == "GPU004"]
+    assert finding["fix"] is None
+
+
+def test_a_name_no_file_can_have_is_looked_for_without_failing(tmp_path):
+    _write(tmp_path, {"predict.py": f"import {'a' * 300}\n" + NOTEBOOK_LIKE_SCRIPT})
+    completed = run_gpulint(["check", "--format", "json", "--no-cache", "predict.py"], cwd=tmp_path)
+    report = json.loads(completed.stdout)
+    assert [item["code"] for item in report] == ["GPU004"], completed.stderr
+
+
+def test_the_same_file_in_two_folders_is_cached_apart(tmp_path):
+    _write(tmp_path, {
+        "pyproject.toml": "[tool.gpulint]\n",
+        "plain/predict.py": NOTEBOOK_LIKE_SCRIPT, "plain/models/attention.py": PLAIN_MODEL,
+        "hooked/predict.py": NOTEBOOK_LIKE_SCRIPT, "hooked/models/attention.py": HOOKED_MODEL,
+    })
+
+    def fix_in(folder: str) -> object:
+        report = json.loads(run_gpulint(["check", "--format", "json", "predict.py"], cwd=tmp_path / folder).stdout)
+        [finding] = [item for item in report if item["code"] == "GPU004"]
+        return finding["fix"] and finding["fix"]["applicability"]
+
+    assert fix_in("plain") == "unsafe"
+    assert fix_in("hooked") is None

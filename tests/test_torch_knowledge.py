@@ -485,10 +485,12 @@ def test_the_hub_hash_has_the_digits_torch_hub_asks_for():
     assert "first eight or more" in " ".join((torch.hub.load_state_dict_from_url.__doc__ or "").split())
 
 
-def test_the_tensor_hook_registration_is_a_tensor_method_that_raises_without_grad():
-    assert callable(getattr(torch.Tensor, torch_api.TENSOR_HOOK_REGISTRATION))
-    assert not hasattr(torch.nn.Module, torch_api.TENSOR_HOOK_REGISTRATION)
-    with torch.no_grad():
-        computed = torch.ones(2, requires_grad=True) * 2
-    with pytest.raises(RuntimeError):
-        computed.register_hook(lambda gradient: gradient)
+def test_grad_requiring_tensor_methods_are_tensor_methods_that_raise_without_grad():
+    for name in torch_api.GRAD_REQUIRING_TENSOR_METHODS:
+        assert callable(getattr(torch.Tensor, name))
+        assert not hasattr(torch.nn.Module, name)
+        with torch.no_grad():
+            computed = torch.ones(2, requires_grad=True) * 2
+        with pytest.raises(RuntimeError):
+            method = getattr(computed, name)
+            method(lambda gradient: gradient) if name == "register_hook" else method()

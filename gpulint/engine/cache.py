@@ -138,9 +138,10 @@ class ResultCache:
         return None if secret is None else cls(directory, secret)
 
     def key(self, path: str, text: str, job: CacheableJob) -> str:
-        settings = json.dumps(
-            [FORMAT, __version__, code_fingerprint(), path, sorted(job.codes), job.unsafe_fixes, sorted(dict(job.options).items())]
-        )
+        settings = json.dumps([
+            FORMAT, __version__, code_fingerprint(), path, os.path.abspath(path), sorted(job.codes), job.unsafe_fixes,
+            sorted(dict(job.options).items()),
+        ])
         digest = hmac.new(self.secret, settings.encode(), hashlib.sha256)
         digest.update(b"\0")
         digest.update(text.encode("utf-8", "surrogatepass"))
@@ -160,7 +161,7 @@ class ResultCache:
             diagnostics = [_diagnostic_from_json(entry["path"], item) for item in entry["diagnostics"]]
             error = entry["error"]
             return diagnostics, None if error is None else (str(error[0]), error[1], error[2], error[3])
-        except (OSError, ValueError, KeyError, TypeError, IndexError):
+        except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
             return None
 
     def store(

@@ -28,7 +28,7 @@ from gpulint.semantic.tiny_batches import on_tiny_images
 from gpulint.semantic.survey import ast_dotted_name
 from gpulint.semantic.torch_api import (
     DEVICE_KEEPING_TENSOR_METHODS, ELEMENTWISE_METHODS, EXECUTOR_MODULES, FORWARD_METHODS, TENSOR_TO_ARRAY_METHODS, HISTORY_FREE_METHODS, LAYOUT_METHODS,
-    MODULE_METHODS, TENSOR_HOOK_REGISTRATION, TENSOR_METADATA_ATTRIBUTES, TENSOR_SHAPE_METHODS,
+    GRAD_REQUIRING_TENSOR_METHODS, MODULE_METHODS, TENSOR_METADATA_ATTRIBUTES, TENSOR_SHAPE_METHODS,
 )
 
 OUTPUTS_LEAVE = "a value computed from the forward pass leaves the function, and a caller may backpropagate it"
@@ -39,8 +39,9 @@ MODULE_WRAP = "it wraps module-level statements in a block, and code after them 
 
 LOOP_IN_TRAINING = "the code around the loop trains, and a value the loop computes must not reach a backward pass later"
 TENSOR_HOOKS_NEED_GRAD = (
-    "the file or a project module it imports registers hooks on tensors (`attention.register_hook(...)`), "
-    "which raise under `torch.no_grad()` on a tensor that then requires no gradient"
+    "the file or a project module it imports registers hooks on tensors (`attention.register_hook(...)`) "
+    "or keeps their gradients (`.retain_grad()`), which raise under `torch.no_grad()` on a tensor that then "
+    "requires no gradient"
 )
 HOOKS_KEEP_OUTPUTS = (
     "the file registers module hooks, which may hand the forward pass's activations to code that takes "
@@ -806,13 +807,26 @@ def _displayed(body: Sequence[cst.CSTNode], index: int) -> bool:
 
 def _registers_tensor_hooks(model: SemanticModel, path: str) -> bool:
     """Whether the file, or a project module it imports (:func:`project_modules`), calls
-    ``<tensor>.register_hook(...)``: a forward pass that registers one (an explanation method
-    keeping attention gradients) cannot run with gradients off."""
-    return _calls_register_hook(model.calls()) or any(
-        _calls_register_hook(node for node in ast.walk(module) if isinstance(node, ast.Call))
-        for module in project_modules(model, path)
-    )
+    ``<tensor>.register_hook(...)`` or ``.retain_grad()``
+    (:data:`~gpulint.semantic.torch_api.GRAD_REQUIRING_TENSOR_METHODS`): a forward pass that does
+    (an explanation method keeping attention gradients) cannot run with gradients off. Decided
+    once per file."""
+    return model.derived(_GradRequiringCalls).anywhere(path)
 
 
-def _calls_register_hook(calls: Iterable[ast.Call]) -> bool:
-    return any(isinstance(call.func, ast.Attribute) and call.func.attr == TENSOR_HOOK_REGISTRATION for call in calls)
+class _GradRequiringCalls:
+    def __init__(self, model: SemanticModel) -> None:
+        self.model = model
+        self.found: Dict[str, bool] = {}
+
+    def anywhere(self, path: str) -> bool:
+        if path not in self.found:
+            self.found[path] = _calls_grad_requiring_methods(self.model.calls()) or any(
+                _calls_grad_requiring_methods(node for node in ast.walk(module) if isinstance(node, ast.Call))
+                for module in project_modules(self.model, path)
+            )
+        return self.found[path]
+
+
+def _calls_grad_requiring_methods(calls: Iterable[ast.Call]) -> bool:
+    return any(isinstance(call.func, ast.Attribute) and call.func.attr in GRAD_REQUIRING_TENSOR_METHODS for call in calls)

@@ -3,7 +3,7 @@
 A notebook that runs ``vit_LRP(pretrained=True)`` from ``baselines.ViT.ViT_LRP`` runs code the
 notebook does not show; a reader opens ``baselines/ViT/ViT_LRP.py`` next to it. So does gpulint,
 for the facts a fix's safety rests on: the modules a file imports are looked for as files of the
-project — for ``import a.b`` or ``from a.b import c``, ``a/b.py``, ``a/b/__init__.py`` (and
+project — for ``import a.b`` or ``from a.b import c``, ``a/b/__init__.py`` or ``a/b.py`` (and
 ``a/b/c.py``) under the file's folder or one of its :data:`MAX_LEVELS` nearest ancestors; for
 ``from .m import x``, beside the file (a level up per extra dot) — and followed through the
 imports of the modules found, :data:`MAX_DEPTH` imports deep, :data:`MAX_MODULES` modules at most.
@@ -34,11 +34,11 @@ MAX_DEPTH = 3
 MAX_MODULES = 32
 """The most project modules read for one file."""
 MAX_BYTES = 2_000_000
-"""Larger files are not read."""
+"""Larger files are not parsed (their digest is still recorded)."""
 NOT_IN_THE_PROJECT = frozenset(sys.stdlib_module_names) | {TORCH_PACKAGE}
 """Top-level packages never looked for among the project's files."""
 
-_read: Dict[Tuple[str, int, int], Tuple[str, Optional[ast.Module]]] = {}
+_read: Dict[Tuple[str, int, int], Tuple[Optional[str], Optional[ast.Module]]] = {}
 """Modules read in this process, by path, modification time and size."""
 _READ_KEPT = 256
 
@@ -55,12 +55,12 @@ class _ProjectModulesOf:
 
     def of(self, path: str) -> List[ast.Module]:
         if path not in self.found:
-            self.found[path] = _follow(self.model.tree, Path(path))
+            self.found[path] = _follow(self.model.tree, Path(os.path.abspath(path)))
         return self.found[path]
 
 
 def _follow(tree: ast.Module, path: Path) -> List[ast.Module]:
-    if not path.is_file():
+    if not _is_file(path):
         return []
     seen = {os.path.abspath(path)}
     found: List[ast.Module] = []
@@ -113,15 +113,14 @@ def _absolute(dotted: str, names: Tuple[str, ...], folder: Path) -> Iterator[Pat
 
 
 def _located(base: Path, parts: List[str], names: List[str]) -> Iterator[Path]:
-    """``base/<parts>.py`` or ``base/<parts>/__init__.py``, and the submodules ``names`` of a package,
-    as far as they are files (each looked for is recorded)."""
+    """``base/<parts>/__init__.py`` (a package, as Python prefers it) or ``base/<parts>.py``, and
+    the submodules ``names`` of a package, as far as they are files (each looked for is recorded)."""
     package = base.joinpath(*parts)
-    module = package.with_suffix(".py") if parts else None
-    if module is not None and _exists(module):
-        yield module
-        return
     if parts and _exists(package / "__init__.py"):
         yield package / "__init__.py"
+    elif parts and _exists(package.with_suffix(".py")):
+        yield package.with_suffix(".py")
+        return
     for name in names:
         submodule = package / f"{name}.py"
         if _exists(submodule):
@@ -129,16 +128,26 @@ def _located(base: Path, parts: List[str], names: List[str]) -> Iterator[Path]:
 
 
 def _exists(path: Path) -> bool:
-    present = path.is_file()
+    present = _is_file(path)
     if not present:
         record(path, None)
     return present
+
+
+def _is_file(path: Path) -> bool:
+    """Whether ``path`` is a file; not where it cannot be looked at (a folder without search
+    permission, a name too long)."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
 
 
 def _module_at(path: Path) -> Optional[ast.Module]:
     try:
         status = path.stat()
     except OSError:
+        record(path, None)
         return None
     key = (str(path.absolute()), status.st_mtime_ns, status.st_size)
     if key not in _read:
@@ -150,11 +159,13 @@ def _module_at(path: Path) -> Optional[ast.Module]:
     return module
 
 
-def _parsed(path: Path, size: int) -> Tuple[str, Optional[ast.Module]]:
+def _parsed(path: Path, size: int) -> Tuple[Optional[str], Optional[ast.Module]]:
+    """The file's digest (None where it cannot be read) and its tree (None past :data:`MAX_BYTES`,
+    or where it does not parse)."""
     try:
         data = path.read_bytes()
     except OSError:
-        return "", None
+        return None, None
     digest = digest_of(data)
     if size > MAX_BYTES:
         return digest, None

@@ -20,17 +20,20 @@ and ``map_location`` would move them somewhere else:
 
 A path is the same when it is spelled the same and its names are the same bindings; a file object
 opened by ``with open(path, ...) as f`` stands for its path. A path is the same only when every
-name in it is bound once (a parameter, or one assignment), and a live object is restored only by a
-load that runs after the save, in the same or an enclosing block.
+name in it is bound once (a parameter, or one assignment), or is given its value at both places by
+the same assignment of the block that holds both (:meth:`ReadBack.same_path`), and a live object
+is restored only by a load that runs after the save, in the same or an enclosing block (whole
+modules resumed aside).
 """
 
 from __future__ import annotations
 
 import ast
 from functools import cached_property
-from typing import Iterator, List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
 
 from gpulint.semantic.model import Place, SemanticModel
+from gpulint.semantic.scopes import Binding
 from gpulint.semantic.survey import ast_dotted_name, own_nodes
 
 SAVE = "torch.save"
@@ -42,6 +45,7 @@ class ReadBack:
 
     def __init__(self, model: SemanticModel) -> None:
         self.model = model
+        self._held: Dict[Tuple[Binding, int], Dict[int, List[ast.Name]]] = {}
 
     @cached_property
     def saves(self) -> List[Tuple[ast.Call, ast.expr, Optional[ast.expr]]]:
@@ -117,19 +121,35 @@ class ReadBack:
         binding = self.model.scope_at(first).resolve(first.id)
         stores = [use for use in self.model.uses(binding) if not isinstance(use.ctx, ast.Load)]
         scope = self.model.innermost_function(first)
-        if any(self.model.innermost_function(store) is not scope for store in stores):
+        if self.model.innermost_function(second) is not scope or any(
+            self.model.innermost_function(store) is not scope for store in stores
+        ):
             return False
-        start = min(first_index, second_index)
-        end = max(first_index, second_index)
-        for index in range(start - 1, -1, -1):
-            statement = block[index]
-            binds = [store for store in stores if any(store is node for node in ast.walk(statement))]
-            if not binds:
-                continue
-            if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1 and binds == statement.targets):
-                return False
-            return not any(store is node for store in stores for later in block[start:end + 1] for node in ast.walk(later))
-        return False
+        held = self._stores_by_statement(binding, block, stores)
+        start, end = min(first_index, second_index), max(first_index, second_index)
+        if any(start <= index <= end for index in held):
+            return False
+        before = [index for index in held if index < start]
+        if not before:
+            return False
+        statement = block[max(before)]
+        return (
+            isinstance(statement, ast.Assign) and len(statement.targets) == 1
+            and held[max(before)] == statement.targets
+        )
+
+    def _stores_by_statement(self, binding: Binding, block: List[ast.stmt], stores: List[ast.Name]) -> Dict[int, List[ast.Name]]:
+        """The stores of ``binding``, by the index of the statement of ``block`` that holds each."""
+        key = (binding, id(block))
+        if key not in self._held:
+            indexes = {id(statement): index for index, statement in enumerate(block)}
+            held: Dict[int, List[ast.Name]] = {}
+            for store in stores:
+                index = next((indexes[id(node)] for node in (store, *self.model.ancestors(store)) if id(node) in indexes), None)
+                if index is not None:
+                    held.setdefault(index, []).append(store)
+            self._held[key] = held
+        return self._held[key]
 
     def _common_block(self, first: ast.AST, second: ast.AST) -> Optional[Tuple[List[ast.stmt], int, int]]:
         """The innermost block (a statement list) that holds both nodes, with the indexes of the

@@ -34,9 +34,9 @@ digits of its SHA-256 (``resnet50-19c8e357.pth``), the hash ``load_state_dict_fr
 reads with ``torch.hub.HASH_REGEX``. Here the hash must hold a letter, so a date
 (``model-20231105.pth``) is none. Such a file is a release, downloaded by that name."""
 
-TENSOR_HOOK_REGISTRATION = "register_hook"
-"""``Tensor.register_hook``: a hook on a tensor's gradient. Registered on a tensor that does not
-require grad (any tensor computed under ``torch.no_grad()``), it raises ``RuntimeError``."""
+GRAD_REQUIRING_TENSOR_METHODS = frozenset({"register_hook", "retain_grad"})
+"""Tensor methods that raise ``RuntimeError`` on a tensor that does not require grad (any tensor
+computed under ``torch.no_grad()``): a hook on its gradient, keeping its gradient."""
 
 TENSORLESS_FILES = frozenset({"training_args.bin"})
 """Files a library writes with ``torch.save`` that hold no tensors: transformers' ``Trainer`` pickles
