@@ -251,17 +251,8 @@ class ReadBack:
     def runs_before(self, first: ast.AST, second: ast.AST) -> bool:
         """Whether ``first`` lies in an earlier statement than ``second`` of a block that holds
         both (not in the other branch of an ``if`` or ``try``)."""
-        chain = {id(node): child for child, node in self._ancestors(first)}
-        for child, node in self._ancestors(second):
-            if id(node) not in chain:
-                continue
-            earlier = chain[id(node)]
-            for field_name in ("body", "orelse", "finalbody"):
-                block = getattr(node, field_name, None)
-                if isinstance(block, list) and any(item is earlier for item in block) and any(item is child for item in block):
-                    return block.index(earlier) < block.index(child)
-            return False
-        return False
+        holder = self._common_block(first, second)
+        return holder is not None and holder[1] < holder[2]
 
     def _ancestors(self, node: ast.AST) -> Iterator[Tuple[ast.AST, ast.AST]]:
         """``(child, parent)`` pairs from ``node`` up to the module."""
