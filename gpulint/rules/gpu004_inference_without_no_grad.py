@@ -20,6 +20,7 @@ from gpulint.engine.test_modules import is_test_module
 from gpulint.semantic.backward import backpropagated_functions
 from gpulint.semantic.confined import stays_in_statements, stays_inside
 from gpulint.semantic.evaluation import EvaluationFacts, ScopeFacts
+from gpulint.semantic.explained_models import differentiated_elsewhere
 from gpulint.semantic.forward_values import hands_on, keeps_nothing_from
 from gpulint.semantic.model import Function, SemanticModel
 from gpulint.semantic.project_modules import project_modules
@@ -42,6 +43,10 @@ TENSOR_HOOKS_NEED_GRAD = (
     "the file or a project module it imports registers hooks on tensors (`attention.register_hook(...)`) "
     "or keeps their gradients (`.retain_grad()`), which raise under `torch.no_grad()` on a tensor that then "
     "requires no gradient"
+)
+DIFFERENTIATED_ELSEWHERE = (
+    "the class differentiates through this model in another method without training it (an explanation "
+    "or an attack), and a model used so may register hooks on its tensors, which raise under `torch.no_grad()`"
 )
 HOOKS_KEEP_OUTPUTS = (
     "the file registers module hooks, which may hand the forward pass's activations to code that takes "
@@ -216,6 +221,8 @@ class InferenceWithoutNoGrad(Rule):
                 fix: FixOutcome = NoFix(HOOKS_KEEP_OUTPUTS)
             elif _registers_tensor_hooks(model, self.context.path):
                 fix = NoFix(TENSOR_HOOKS_NEED_GRAD)
+            elif any(differentiated_elsewhere(model, node) for node in self._ast_calls(calls)):
+                fix = NoFix(DIFFERENTIATED_ELSEWHERE)
             elif wrapped is not None and wrapped[1] == CUT_IN_TRAINING and not _runs_only_the_cut(model, wrapped[0], self.found_candidates[key][1]):
                 fix = NoFix(CUT_STATEMENT_RUNS_MORE)
             elif wrapped is not None:
@@ -223,6 +230,15 @@ class InferenceWithoutNoGrad(Rule):
             else:
                 fix = self._fix(scope, calls)
             self.report(first, message.format(model=_model(first)), fix)
+
+    def _ast_calls(self, calls: List[cst.Call]) -> Iterator[ast.Call]:
+        """The semantic model's calls for these forward calls."""
+        model = self.context.model
+        for call in calls:
+            code_range = self.get_metadata(PositionProvider, call)
+            found = model.call_at((code_range.start.line, code_range.start.column, code_range.end.line, code_range.end.column)) if model else None
+            if found is not None:
+                yield found
 
     def _discarded(self, call: cst.Call) -> bool:
         """A warm-up or profiling pass whose output is dropped at once (``model(x)``, ``_ = model(x)``):
