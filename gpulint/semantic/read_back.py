@@ -14,12 +14,21 @@ and ``map_location`` would move them somewhere else:
   program put it on. So does a resume of whole modules: ``model = torch.load(path)`` (or
   ``encoder, decoder = torch.load(path)``) where the module saves those same bindings, modules all,
   whole to the same path (``torch.save(model, path)``, ``torch.save([encoder, decoder], path)``),
-  before the load or after it. So does an object's own tensor: a method saves ``self.weight`` (or its
+  before the load or after it; for two bindings or more (``model, criterion, optimizer =
+  torch.load(f)`` where ``model_save`` writes ``[model, criterion, optimizer]``), to any path where
+  the module saves nothing else to the same path: the program's own live objects come back into
+  the bindings that held them, whatever helper names the file. So does an object's own tensor: a method saves ``self.weight`` (or its
   ``.data``) to ``self.weight_file``, and ``self.weight = torch.load(self.weight_file)`` restores
   it (the path an attribute the class assigns once).
 
+- **a live object placed by branch**: one branch of an ``if`` loads whole modules into names
+  without ``map_location``, and the other loads the same path into the same names with one (``if
+  not args.cuda: model = torch.load(f, map_location=...)`` / ``else: model = torch.load(f)``): the
+  code decides where the modules go in each case, and on the accelerator it restores them onto the
+  device they were saved from, on purpose.
+
 A path is the same when it is spelled the same and its names are the same bindings; a file object
-opened by ``with open(path, ...) as f`` stands for its path. A path is the same only when every
+opened by ``with open(path, ...) as f``, or in place (``torch.load(open(path, "rb"))``), stands for its path. A path is the same only when every
 name in it is bound once (a parameter, or one assignment), or is given its value at both places by
 the same assignment of the block that holds both (:meth:`ReadBack.same_path`), and a live object
 is restored only by a load that runs after the save, in the same or an enclosing block (whole
@@ -35,9 +44,11 @@ from typing import Dict, Iterator, List, Optional, Tuple
 from gpulint.semantic.model import Place, SemanticModel
 from gpulint.semantic.scopes import Binding
 from gpulint.semantic.survey import ast_dotted_name, own_nodes
+from gpulint.semantic.torch_api import LOADERS
 
 SAVE = "torch.save"
 OPENERS = frozenset({"open", "builtins.open", "io.open"})
+MAP_LOCATION = "map_location"
 
 
 class ReadBack:
@@ -64,6 +75,7 @@ class ReadBack:
         path = self.path_of(loaded)
         return path is not None and (
             self._restores_live_object(call, path) or self._restores_attribute(call, path) or self._reads_cache(call, path)
+            or self._placed_by_branch(call, path)
         )
 
     def reads_own_file(self, call: ast.Call) -> bool:
@@ -77,7 +89,10 @@ class ReadBack:
         """The path a file object stands for (``f`` of ``with open(path, "rb") as f``, in the same
         function), ``node`` itself for anything else (a name is told apart from another by
         :meth:`same_path`), and None for a name a ``with`` binds to what gpulint cannot tell apart
-        from another file (another opener, a parameter...)."""
+        from another file (another opener, a parameter...). A file opened in place
+        (``torch.load(open(path, "rb"))``) stands for its path too."""
+        if isinstance(node, ast.Call) and self._opens(node):
+            return _argument(node, 0, "file")
         if not isinstance(node, ast.Name):
             return node
         binding = self.model.scope_at(node).resolve(node.id)
@@ -90,7 +105,7 @@ class ReadBack:
                         continue
                     if self.model.scope_at(target).resolve(target.id) != binding:
                         return None
-                    if isinstance(opened, ast.Call) and self._names(opened.func) & OPENERS:
+                    if isinstance(opened, ast.Call) and self._opens(opened):
                         return _argument(opened, 0, "file")
                     return None
             ancestor = self.model.parent(ancestor)
@@ -185,6 +200,11 @@ class ReadBack:
         """Whether ``call`` is ``torch.save`` (the import table's superset first: no binding to resolve)."""
         return SAVE in self.model.qualified_names(call.func) and self.model.resolved_names(call.func) == {SAVE}
 
+    def _opens(self, call: ast.Call) -> bool:
+        """Whether ``call`` opens a file: ``open(...)`` (the builtin also under a star import, as
+        :meth:`~gpulint.semantic.model.SemanticModel.is_builtin` reads it) or ``io.open(...)``."""
+        return bool(self._names(call.func) & OPENERS) or self.model.is_builtin(call.func, {"open"})
+
     def _names(self, func: ast.expr) -> frozenset:
         names = self.model.resolved_names(func)
         return names or frozenset({ast_dotted_name(func) or ""})
@@ -207,11 +227,34 @@ class ReadBack:
         if not all(target.id in self.model.modules for target in restored):
             return False
         bindings = [self.model.scope_at(target).resolve(target.id) for target in restored]
+        any_path = len(restored) > 1 and not any(self.same_path(saved, path) for _, _, saved in self.saves)
         for _, value, saved in self.saves:
-            if not (_spells(value, bound[1]) and self.same_path(saved, path)):
+            if not (_spells(value, bound[1]) and (any_path or self.same_path(saved, path))):
                 continue
             written = [value] if isinstance(value, ast.Name) else [e for e in getattr(value, "elts", []) if isinstance(e, ast.Name)]
             if [self.model.scope_at(name).resolve(name.id) for name in written] == bindings:
+                return True
+        return False
+
+    def _placed_by_branch(self, call: ast.Call, path: ast.expr) -> bool:
+        """``model = torch.load(f)`` in one branch of an ``if`` whose other branch binds the same
+        names, modules all, to a load of the same path with a ``map_location``."""
+        bound = self._bound_names(call)
+        if bound is None or bound[2] is not None or not all(name in self.model.modules for name in bound[1]):
+            return False
+        other = self._other_branch(bound[0])
+        for statement in other or []:
+            value = statement.value if isinstance(statement, ast.Assign) and len(statement.targets) == 1 else None
+            if not (isinstance(value, ast.Call) and any(keyword.arg == MAP_LOCATION for keyword in value.keywords)):
+                continue
+            other_bound = self._bound_names(value)
+            if other_bound is None or other_bound[1] != bound[1] or not self.model.resolved_names(value.func) & LOADERS:
+                continue
+            other_path = self.path_of(loaded_path(value)) if loaded_path(value) is not None else None
+            if other_path is not None and ast.dump(other_path) == ast.dump(path) and all(
+                self.model.scope_at(a).resolve(a.id) == self.model.scope_at(b).resolve(b.id)
+                for a, b in zip(_names_in(other_path), _names_in(path))
+            ):
                 return True
         return False
 
