@@ -22,6 +22,7 @@ from gpulint.semantic.confined import stays_in_statements, stays_inside
 from gpulint.semantic.evaluation import EvaluationFacts, ScopeFacts
 from gpulint.semantic.explained_models import differentiated_elsewhere
 from gpulint.semantic.forward_values import hands_on, keeps_nothing_from
+from gpulint.semantic.history import AutogradHistory
 from gpulint.semantic.model import Function, SemanticModel
 from gpulint.semantic.project_modules import project_modules
 from gpulint.semantic.one_example import keeps_activations, registers_hooks, runs_one_example
@@ -55,6 +56,7 @@ HOOKS_KEEP_OUTPUTS = (
 TAIL_IN_TRAINING = "the function trains before this code, and a value it computes must not reach a backward pass later"
 TAIL_OF_A_TRAINING_LOOP = "the loop around it trains, and a value this code computes must not reach a backward pass later"
 CUT_IN_TRAINING = "the code around it trains, and grad mode also reaches whatever else the statement runs"
+SAMPLED_IN_TRAINING = "the code around it trains the model, and its mode stays as it is (batch statistics still update)"
 CUT_STATEMENT_RUNS_MORE = (
     "the statement runs more than the forward pass whose output it cuts (a body, a model being "
     "trained), which gradients must reach; wrap just that forward pass in `torch.no_grad()`"
@@ -97,6 +99,11 @@ class InferenceWithoutNoGrad(Rule):
         "`{model}` is called with gradients on in a program that never trains: every activation is "
         "kept for a backward pass that never comes (run it under `torch.no_grad()`)"
     )
+    sampled_message = (
+        "`{model}` is called with gradients on, but every read of its output cuts it from the graph "
+        "(`.data`, `.detach()`, `.item()`): every activation is kept for a backward pass that never "
+        "comes (run it under `torch.no_grad()`)"
+    )
     fix_title = "Run the inference under `torch.no_grad()`"
     fix_availability = FixAvailability.SOMETIMES
     tokens = frozenset({"eval", "train", "to", "cuda", "float", "half", "nn", *MODULE_METHODS})
@@ -125,7 +132,7 @@ class InferenceWithoutNoGrad(Rule):
             call.func.attr == "eval" or call.args for call in model.method_calls("eval", "train")
             if isinstance(call.func, ast.Attribute)
         ):
-            return []
+            return _sampled_in_training(model, [])
         facts = model.derived(EvaluationFacts)
         found: List[Candidate] = []
         for scope in facts.scopes:
@@ -164,7 +171,7 @@ class InferenceWithoutNoGrad(Rule):
                 found.extend((scope, part, (statement, note)) for statement, part, note in evaluation)
             else:
                 found.extend((scope, part, None) for part in _by_cell(model, calls, program and scope.function is None))
-        return found
+        return _sampled_in_training(model, found)
 
     @classmethod
     def seeds(cls, model: SemanticModel) -> List[ast.AST]:
@@ -215,15 +222,20 @@ class InferenceWithoutNoGrad(Rule):
             first = calls[0]
             code_range = self.get_metadata(PositionProvider, first.func)
             span = (code_range.start.line, code_range.start.column, code_range.end.line, code_range.end.column)
-            message = self.inference_program_message if span in self.default_mode else self.message
             scope, _, wrapped = self.found_candidates[key]
+            if wrapped is not None and wrapped[1] == SAMPLED_IN_TRAINING:
+                message = self.sampled_message
+            else:
+                message = self.inference_program_message if span in self.default_mode else self.message
             if registers_hooks(model):
                 fix: FixOutcome = NoFix(HOOKS_KEEP_OUTPUTS)
             elif _registers_tensor_hooks(model, self.context.path):
                 fix = NoFix(TENSOR_HOOKS_NEED_GRAD)
             elif any(differentiated_elsewhere(model, node) for node in self._ast_calls(calls)):
                 fix = NoFix(DIFFERENTIATED_ELSEWHERE)
-            elif wrapped is not None and wrapped[1] == CUT_IN_TRAINING and not _runs_only_the_cut(model, wrapped[0], self.found_candidates[key][1]):
+            elif wrapped is not None and wrapped[1] in (CUT_IN_TRAINING, SAMPLED_IN_TRAINING) and not _runs_only_the_cut(
+                model, wrapped[0], self.found_candidates[key][1]
+            ):
                 fix = NoFix(CUT_STATEMENT_RUNS_MORE)
             elif wrapped is not None:
                 fix = self._statement_fix(first, model.span(wrapped[0])[:2], wrapped[1])
@@ -610,6 +622,42 @@ def _by_cell(model: SemanticModel, calls: List[ast.Call], notebook: bool) -> Lis
     return list(cells.values())
 
 
+def _sampled_in_training(model: SemanticModel, found: List[Candidate]) -> List[Candidate]:
+    """``found``, and in each scope that trains, the calls of a model in training mode (or whose
+    mode the code never sets) bound to a name that every read cuts from the graph
+    (:func:`_bound_then_only_cut`): a GAN's samples saved each epoch, ``fake_test = G(z_test)`` then
+    ``save_image(fake_test.data, ...)``. Not a criterion's call (a loss taken only as a number
+    tells nothing of a forward pass), nor a call already found, nor in a statement that may train
+    (:func:`_may_train_inside`), nor in a module whose models keep activations."""
+    if "backward" not in model.source and "grad" not in model.source:
+        return found
+    facts = model.derived(EvaluationFacts)
+    covered = {id(call) for _, calls, _ in found for call in calls}
+    criteria = model.derived(AutogradHistory).criteria
+    sampled: List[Candidate] = []
+    for scope in facts.scopes:
+        if not scope.needs_gradients:
+            continue
+        trained = [
+            call for place, call in scope.open_calls if place in scope.models or _model_name(call) in model.modules
+        ] + scope.training_mode_calls
+        for call in sorted(trained, key=lambda call: (call.lineno, call.col_offset)):
+            if id(call) in covered or _model_name(call) in criteria or not _bound_then_only_cut(model, call):
+                continue
+            statement = model.parent(call)
+            if isinstance(statement, ast.stmt) and _builds_a_graph_on_the_gpu(model, facts, call) and not _may_train_inside(model, statement, [call]):
+                sampled.append((scope, [call], (statement, SAMPLED_IN_TRAINING)))
+    if sampled and keeps_activations(model):
+        return found
+    return found + sampled
+
+
+def _model_name(call: ast.Call) -> Optional[str]:
+    """``model`` in ``model(x)`` and ``model.forward(x)``, as the semantic model spells it."""
+    func = call.func
+    return ast_dotted_name(func.value if isinstance(func, ast.Attribute) and func.attr in FORWARD_METHODS else func)
+
+
 def _cut_at_once(model: SemanticModel, calls: List[ast.Call]) -> List[Tuple[ast.stmt, List[ast.Call]]]:
     """In a scope that trains, the statements around forward calls whose output the same expression
     cuts from the graph (``model(image).cpu().data.numpy()``, ``net(x).argmax(1).item()``:
@@ -635,9 +683,9 @@ def _output_cut_at_once(model: SemanticModel, call: ast.Call) -> bool:
 
 
 def _bound_then_only_cut(model: SemanticModel, call: ast.Call) -> bool:
-    """``out = model(x)`` where ``out`` is assigned only there and every read of it, one at least,
-    cuts it from the graph at once (``out.data.max(1)``, ``out.argmax(1).item()``): an attack's
-    clean pass before the loop that takes gradients."""
+    """``out = model(x)`` where every read of ``out``, one at least, cuts it from the graph at once
+    (``out.data.max(1)``, ``out.argmax(1).item()``), whatever else the name is bound to: an attack's
+    clean pass before the loop that takes gradients, a GAN's samples saved each epoch."""
     statement = model.parent(call)
     if not (isinstance(statement, ast.Assign) and statement.value is call and len(statement.targets) == 1):
         return False
@@ -650,7 +698,7 @@ def _bound_then_only_cut(model: SemanticModel, call: ast.Call) -> bool:
     uses = model.uses(binding)
     reads = [use for use in uses if isinstance(use.ctx, ast.Load)]
     stores = [use for use in uses if not isinstance(use.ctx, ast.Load)]
-    return stores == [target] and bool(reads) and all(_cut_of(model, read) is not None for read in reads)
+    return target in stores and bool(reads) and all(_cut_of(model, read) is not None for read in reads)
 
 
 def _cut_of(model: SemanticModel, call: ast.expr) -> Optional[ast.expr]:

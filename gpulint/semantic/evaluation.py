@@ -65,6 +65,8 @@ class ScopeFacts:
     default_mode_calls: List[ast.Call] = field(default_factory=list)
     """Calls, with gradients on, of such a model whose mode the code never sets: it runs in
     training mode, and builds a graph all the same."""
+    training_mode_calls: List[ast.Call] = field(default_factory=list)
+    """Calls, with gradients on, of values the code put in training mode (``model.train()``)."""
     outputs: Dict[int, Set[str]] = field(default_factory=dict)
     """For each call (by ``id``) whose value the code binds to names, those names."""
     read_as_numpy: Set[str] = field(default_factory=set)
@@ -277,6 +279,8 @@ class _Walk(GradientWalker):
             facts.open_calls.append((place, call))
             if place in facts.models:
                 facts.default_mode_calls.append(call)
+        else:
+            facts.training_mode_calls.append(call)
 
     def _submodule_of_evaluating_self(self, facts: ScopeFacts, place: Place) -> bool:
         """``self.decoder`` after ``self.eval()`` in the same method (not one of the class's methods)."""

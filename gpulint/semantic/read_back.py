@@ -250,7 +250,8 @@ class ReadBack:
             other_bound = self._bound_names(value)
             if other_bound is None or other_bound[1] != bound[1] or not self.model.resolved_names(value.func) & LOADERS:
                 continue
-            other_path = self.path_of(loaded_path(value)) if loaded_path(value) is not None else None
+            other_loaded = loaded_path(value)
+            other_path = self.path_of(other_loaded) if other_loaded is not None else None
             if other_path is not None and ast.dump(other_path) == ast.dump(path) and all(
                 self.model.scope_at(a).resolve(a.id) == self.model.scope_at(b).resolve(b.id)
                 for a, b in zip(_names_in(other_path), _names_in(path))
