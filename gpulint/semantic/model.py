@@ -847,12 +847,40 @@ class SemanticModel(Survey):
 
     @cached_property
     def builds_an_optimizer(self) -> bool:
-        """Whether the module builds one of torch's optimizers (``torch.optim.SGD(...)``): code that
-        sets up training, even where the steps run in imported helpers."""
-        return any(
-            any(name.startswith(torch_api.OPTIMIZER_NAMESPACE) for name in self.resolved_names(call.func))
-            for call in self.calls()
-        )
+        """Whether the module builds one of torch's optimizers (``torch.optim.SGD(...)``) that
+        something may use: code that sets up training, even where the steps run in imported
+        helpers. Not one bound to a name that nothing reads but the constructor of another such
+        object nothing uses in turn (a test script's copied ``optim = Adam(...)`` and
+        ``scheduler = StepLR(optim, ...)``, never stepped)."""
+        return any(self._builds_from_torch_optim(call) and self._may_be_used(call, 0) for call in self.calls())
+
+    def _builds_from_torch_optim(self, call: ast.Call) -> bool:
+        return any(name.startswith(torch_api.OPTIMIZER_NAMESPACE) for name in self.resolved_names(call.func))
+
+    def _may_be_used(self, built: ast.Call, depth: int) -> bool:
+        """Whether what ``built`` makes may be used: it is not bound by itself to a plain name, or a
+        read of that name is anything but an argument of another optimizer-namespace construction
+        that is itself unused."""
+        statement = self.parent(built)
+        if depth > 3 or not (
+            isinstance(statement, ast.Assign) and statement.value is built and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)
+        ):
+            return True
+        target = statement.targets[0]
+        binding = self.scope_at(target).resolve(target.id)
+        if binding.scope.is_class or binding.name in binding.scope.parameters:
+            return True
+        for use in self.uses(binding):
+            if not isinstance(use.ctx, ast.Load):
+                continue
+            holder = self.parent(use)
+            if not (
+                isinstance(holder, ast.Call) and use in holder.args and self._builds_from_torch_optim(holder)
+                and not self._may_be_used(holder, depth + 1)
+            ):
+                return True
+        return False
 
     def needs_gradients(self, call: ast.Call) -> bool:
         """``x.backward()``, ``x.step()``, ``torch.autograd.grad(...)`` (also imported by name:
