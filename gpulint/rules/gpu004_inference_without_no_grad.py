@@ -27,7 +27,7 @@ from gpulint.semantic.model import Function, SemanticModel
 from gpulint.semantic.project_modules import project_modules
 from gpulint.semantic.one_example import keeps_activations, registers_hooks, runs_one_example
 from gpulint.semantic.tiny_batches import on_tiny_images
-from gpulint.semantic.survey import ast_dotted_name
+from gpulint.semantic.survey import ast_dotted_name, own_nodes
 from gpulint.semantic.torch_api import (
     DEVICE_KEEPING_TENSOR_METHODS, ELEMENTWISE_METHODS, EXECUTOR_MODULES, FORWARD_METHODS, TENSOR_TO_ARRAY_METHODS, HISTORY_FREE_METHODS, LAYOUT_METHODS,
     GRAD_REQUIRING_TENSOR_METHODS, MODULE_METHODS, TENSOR_METADATA_ATTRIBUTES, TENSOR_SHAPE_METHODS,
@@ -153,7 +153,7 @@ class InferenceWithoutNoGrad(Rule):
                 or runs_one_example(model, scope.function, calls)
             )):
                 continue
-            if scope.needs_gradients:
+            if scope.needs_gradients or (scope.function is not None and scope.function in model.training_functions):
                 evaluation = [
                     *((statement, part, LOOP_IN_TRAINING) for statement, part in _evaluation_loops(model, scope, calls)),
                     *((statement, part, TAIL_IN_TRAINING) for statement, part in _evaluation_tails(model, scope, calls)),
@@ -325,6 +325,8 @@ class InferenceWithoutNoGrad(Rule):
             node = self.get_metadata(ParentNodeProvider, node, None)
         if statement is None:
             return NoFix("the evaluation code could not be found")
+        if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) > 1:
+            return NoFix("the line holds other statements after `;`, which a `with` block would take in too")
         if _suspends(statement):
             return NoFix("the code yields or awaits, and grad mode would stay off in whatever runs meanwhile")
         wrapped = cst.With(
@@ -625,10 +627,13 @@ def _by_cell(model: SemanticModel, calls: List[ast.Call], notebook: bool) -> Lis
 def _sampled_in_training(model: SemanticModel, found: List[Candidate]) -> List[Candidate]:
     """``found``, and in each scope that trains, the calls of a model in training mode (or whose
     mode the code never sets) bound to a name that every read cuts from the graph
-    (:func:`_bound_then_only_cut`): a GAN's samples saved each epoch, ``fake_test = G(z_test)`` then
-    ``save_image(fake_test.data, ...)``. Not a criterion's call (a loss taken only as a number
-    tells nothing of a forward pass), nor a call already found, nor in a statement that may train
-    (:func:`_may_train_inside`), nor in a module whose models keep activations."""
+    (:func:`_bound_then_only_cut`), where the scope also calls the same model for its training, an
+    output it reads uncut (``fake = G(z)`` read by ``D(fake)``): a GAN's samples saved each epoch,
+    ``fake_test = G(z_test)`` then ``save_image(fake_test.data, ...)``. A model called only once in
+    the scope may pass on its training some other way (``model.loss.backward()``, a
+    ``PackedSequence`` whose ``.data`` carries history). Not a criterion's call (a loss taken
+    only as a number tells nothing of a forward pass), nor a call already found, nor in a statement
+    that may train (:func:`_may_train_inside`), nor in a module whose models keep activations."""
     if "backward" not in model.source and "grad" not in model.source:
         return found
     facts = model.derived(EvaluationFacts)
@@ -644,12 +649,28 @@ def _sampled_in_training(model: SemanticModel, found: List[Candidate]) -> List[C
         for call in sorted(trained, key=lambda call: (call.lineno, call.col_offset)):
             if id(call) in covered or _model_name(call) in criteria or not _bound_then_only_cut(model, call):
                 continue
+            if not _also_trained_in(model, scope, call):
+                continue
             statement = model.parent(call)
             if isinstance(statement, ast.stmt) and _builds_a_graph_on_the_gpu(model, facts, call) and not _may_train_inside(model, statement, [call]):
                 sampled.append((scope, [call], (statement, SAMPLED_IN_TRAINING)))
     if sampled and keeps_activations(model):
         return found
     return found + sampled
+
+
+def _also_trained_in(model: SemanticModel, scope: ScopeFacts, call: ast.Call) -> bool:
+    """Whether the scope calls the model of ``call`` again, in its own code, with an output that is
+    not bound to a name every read of which cuts it, nor cut by the expression around it."""
+    name = _model_name(call)
+    owner = scope.function.node if scope.function is not None else model.tree
+    for other in own_nodes(owner.body):
+        if (
+            isinstance(other, ast.Call) and other is not call and _model_name(other) == name
+            and not _bound_then_only_cut(model, other) and _cut_of(model, other) is None
+        ):
+            return True
+    return False
 
 
 def _model_name(call: ast.Call) -> Optional[str]:

@@ -8,8 +8,8 @@ registers hooks on its own tensors in ``forward`` to keep their gradients
 ``torch.no_grad()``: another method's plain forward pass of the same model may need grad mode too.
 
 An attribute of ``self`` is one such model where a method of the class calls it (or its
-``forward``) and, in the same method, starts a backward pass (``.backward()``,
-``torch.autograd.grad``), while the module never steps an optimizer nor builds one: a class that
+``forward``) and, in the same method or a function of the module it calls, starts a backward pass
+(``.backward()``, ``torch.autograd.grad``), while the module never steps an optimizer nor builds one: a class that
 trains its model backpropagates as well, but what it trains has no reason to keep gradients in hooks.
 """
 
@@ -42,7 +42,7 @@ def explained_models(model: SemanticModel) -> FrozenSet[ExplainedModel]:
         if function.owner is None or function.receiver is None:
             continue
         calls = [node for node in own_nodes(function.node.body) if isinstance(node, ast.Call)]
-        if not any(model.needs_gradients(call) for call in calls):
+        if function not in model.training_functions:
             continue
         for call in calls:
             name = _called_model(call)

@@ -15,14 +15,16 @@ and ``map_location`` would move them somewhere else:
   ``encoder, decoder = torch.load(path)``) where the module saves those same bindings, modules all,
   whole to the same path (``torch.save(model, path)``, ``torch.save([encoder, decoder], path)``),
   before the load or after it; for two bindings or more (``model, criterion, optimizer =
-  torch.load(f)`` where ``model_save`` writes ``[model, criterion, optimizer]``), to any path where
-  the module saves nothing else to the same path: the program's own live objects come back into
-  the bindings that held them, whatever helper names the file. So does an object's own tensor: a method saves ``self.weight`` (or its
+  torch.load(f)`` in ``model_load(fn)`` where ``model_save(fn)`` writes ``[model, criterion,
+  optimizer]``), from a path each helper is handed as a parameter, where the module saves nothing
+  else to the load's path: the program's own live objects come back into the bindings that held
+  them, whatever file the caller names. So does an object's own tensor: a method saves ``self.weight`` (or its
   ``.data``) to ``self.weight_file``, and ``self.weight = torch.load(self.weight_file)`` restores
   it (the path an attribute the class assigns once).
 
 - **a live object placed by branch**: one branch of an ``if`` loads whole modules into names
-  without ``map_location``, and the other loads the same path into the same names with one (``if
+  without ``map_location``, and the other loads the same path into the same names with one to the
+  CPU (``if
   not args.cuda: model = torch.load(f, map_location=...)`` / ``else: model = torch.load(f)``): the
   code decides where the modules go in each case, and on the accelerator it restores them onto the
   device they were saved from, on purpose.
@@ -227,25 +229,35 @@ class ReadBack:
         if not all(target.id in self.model.modules for target in restored):
             return False
         bindings = [self.model.scope_at(target).resolve(target.id) for target in restored]
-        any_path = len(restored) > 1 and not any(self.same_path(saved, path) for _, _, saved in self.saves)
+        any_path = len(restored) > 1 and self._a_parameter(path) and not any(self.same_path(saved, path) for _, _, saved in self.saves)
         for _, value, saved in self.saves:
-            if not (_spells(value, bound[1]) and (any_path or self.same_path(saved, path))):
+            if not (_spells(value, bound[1]) and ((any_path and self._a_parameter(saved)) or self.same_path(saved, path))):
                 continue
             written = [value] if isinstance(value, ast.Name) else [e for e in getattr(value, "elts", []) if isinstance(e, ast.Name)]
             if [self.model.scope_at(name).resolve(name.id) for name in written] == bindings:
                 return True
         return False
 
+    def _a_parameter(self, path: Optional[ast.expr]) -> bool:
+        """Whether ``path`` is a parameter of the function it is read in, never rebound there: a
+        helper's ``fn``."""
+        if not isinstance(path, ast.Name):
+            return False
+        binding = self.model.scope_at(path).resolve(path.id)
+        return binding.name in binding.scope.parameters and all(isinstance(use.ctx, ast.Load) for use in self.model.uses(binding))
+
     def _placed_by_branch(self, call: ast.Call, path: ast.expr) -> bool:
         """``model = torch.load(f)`` in one branch of an ``if`` whose other branch binds the same
-        names, modules all, to a load of the same path with a ``map_location``."""
+        names, modules all, to a load of the same path with a ``map_location`` to the CPU."""
         bound = self._bound_names(call)
         if bound is None or bound[2] is not None or not all(name in self.model.modules for name in bound[1]):
             return False
         other = self._other_branch(bound[0])
         for statement in other or []:
             value = statement.value if isinstance(statement, ast.Assign) and len(statement.targets) == 1 else None
-            if not (isinstance(value, ast.Call) and any(keyword.arg == MAP_LOCATION for keyword in value.keywords)):
+            if not (isinstance(value, ast.Call) and any(
+                keyword.arg == MAP_LOCATION and self._to_the_cpu(keyword.value) for keyword in value.keywords
+            )):
                 continue
             other_bound = self._bound_names(value)
             if other_bound is None or other_bound[1] != bound[1] or not self.model.resolved_names(value.func) & LOADERS:
@@ -257,6 +269,18 @@ class ReadBack:
                 for a, b in zip(_names_in(other_path), _names_in(path))
             ):
                 return True
+        return False
+
+    def _to_the_cpu(self, location: ast.expr) -> bool:
+        """``"cpu"``, ``torch.device("cpu")`` or ``lambda storage, loc: storage`` (each storage left
+        where deserialisation puts it, on the CPU)."""
+        if isinstance(location, ast.Call) and self.model.resolved_names(location.func) == {"torch.device"} and location.args:
+            location = location.args[0]
+        if isinstance(location, ast.Constant):
+            return isinstance(location.value, str) and location.value.split(":")[0] == "cpu"
+        if isinstance(location, ast.Lambda):
+            parameters = location.args.args
+            return bool(parameters) and isinstance(location.body, ast.Name) and location.body.id == parameters[0].arg
         return False
 
     def _restores_attribute(self, call: ast.Call, path: ast.expr) -> bool:
