@@ -79,6 +79,8 @@ HOLDOUT_SETS = {
     "A thirteenth held-out set": ("wild-holdout-13-first.json", "wild-holdout-13.json"),
     "A fourteenth held-out set": ("wild-holdout-14-first.json", "wild-holdout-14.json"),
     "A fifteenth held-out set": ("wild-holdout-15-first.json", "wild-holdout-15.json"),
+    "A sixteenth held-out set": ("wild-holdout-16-first.json", "wild-holdout-16.json"),
+    "A seventeenth held-out set": ("wild-holdout-17-first.json", "wild-holdout-17.json"),
 }
 HOLDOUT_FIGURES = r"the first measurement gave (?P<first>[^;]*); now (?P<now>[^.]*(?:\.\d+[^.]*)*)\."
 
