@@ -26,6 +26,7 @@ from gpulint.semantic.model import Function, SemanticModel
 from gpulint.semantic.scopes import COMPREHENSIONS, Binding
 from gpulint.semantic.survey import argument_values, own_nodes
 from gpulint.semantic.torch_api import (
+    CLOCKS,
     DEVICE_KEEPING_TENSOR_METHODS,
     HISTORY_FREE_METHODS,
     LAYOUT_METHODS,
@@ -354,12 +355,22 @@ class _Confinement:
                 use in (parent.targets if isinstance(parent, ast.Assign) else [parent.target])
             ):
                 yield parent.value
-            elif isinstance(parent, ast.For) and parent.target is use and _counts(parent.iter):
-                continue
+            elif (isinstance(parent, ast.For) and parent.target is use and _counts(parent.iter)) or (
+                isinstance(parent, ast.Tuple) and parent.elts and parent.elts[0] is use and self._enumerated(parent)
+            ):
+                yield COUNT
             elif isinstance(use.ctx, ast.Del):
                 continue
             else:
                 yield None
+
+    def _enumerated(self, target: ast.Tuple) -> bool:
+        """Whether ``target`` is the target of ``for i, x in enumerate(...)``, whose first element is
+        a count."""
+        loop = self.model.parent(target)
+        return isinstance(loop, (ast.For, ast.comprehension)) and loop.target is target and (
+            isinstance(loop.iter, ast.Call) and self.model.is_builtin(loop.iter.func, {"enumerate"})
+        )
 
     def _plain(self, value: ast.expr) -> bool:
         """Whether ``value`` carries no autograd history, by its syntax."""
@@ -385,6 +396,8 @@ class _Confinement:
         if isinstance(value, ast.Call):
             func = value.func
             if isinstance(func, ast.Name) and func.id in VALUE_BUILTINS and func.id not in self.model.root.bound:
+                return True
+            if self.model.resolved_names(func) & CLOCKS:
                 return True
             if isinstance(func, ast.Attribute):
                 if func.attr in HISTORY_FREE_METHODS:
@@ -433,8 +446,13 @@ def _python_number(value: ast.expr) -> bool:
     return isinstance(value, ast.Constant) and type(value.value) in (int, float)
 
 
+COUNT = ast.Constant(value=0)
+"""Stands for the Python number a counting loop binds its target to."""
+
+
 def _counts(iterable: ast.expr) -> bool:
-    """``range(...)``: a loop target bound to Python numbers."""
+    """``range(...)``: a loop target bound to Python numbers (so is the count of ``enumerate(...)``:
+    :meth:`_Confinement._enumerated`)."""
     return isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and iterable.func.id == "range"
 
 

@@ -246,6 +246,10 @@ VALUE_BUILTINS = RELEASING_BUILTINS - {"list", "tuple"}
 """Builtins whose result is a Python value whatever they are given, without a tensor or its history
 (``analysis.tensors`` and ``semantic.confined`` read them)."""
 
+CLOCKS = frozenset({"time.time", "time.perf_counter", "time.monotonic", "time.process_time", "time.time_ns"})
+"""The standard library's clocks, which return Python numbers (``start_time = time.time()`` in an
+evaluation loop)."""
+
 HISTORY_FREE_METHODS = TENSOR_TO_PYTHON_METHODS | TENSOR_SHAPE_METHODS | INDEX_METHODS | frozenset({
     "detach", "numpy", "eq", "ne", "lt", "le", "gt", "ge",
 })
