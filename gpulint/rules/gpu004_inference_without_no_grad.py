@@ -121,11 +121,14 @@ class InferenceWithoutNoGrad(Rule):
         of Python data and lets nothing of it out (:func:`runs_one_example`), nor in one only handed to other code to call back, nor on a frozen model, nor on a model the module builds in
         a module that never puts anything on an accelerator (its graph takes host memory, not the
         GPU's). In an inference-only program (``program``: a notebook, or a file with an
-        ``if __name__ == "__main__":`` block or whose module-level code parses the command line;
+        ``if __name__ == "__main__":`` block or whose module-level code parses the command line or
+        loads weights;
         nothing in the file trains or builds an optimizer, and it loads weights), a
         model the code binds and calls in a loop without ever setting its mode counts too, outside
         classes. In code that trains, an evaluation loop counts on its own (:func:`_evaluation_loops`)."""
-        inference_only = (program or model.has_main_guard or model.parses_the_command_line) and model.loads_weights and not (
+        inference_only = (
+            program or model.has_main_guard or model.parses_the_command_line or model.loads_weights_at_module_level
+        ) and model.loads_weights and not (
             model.trains or model.builds_an_optimizer
         )
         if not inference_only and not any(

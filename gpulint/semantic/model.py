@@ -827,6 +827,18 @@ class SemanticModel(Survey):
         )
 
     @cached_property
+    def loads_weights_at_module_level(self) -> bool:
+        """Whether the module-level code itself (not a function's) loads trained weights: a script,
+        since a module imported for its definitions loads nothing when it is imported."""
+        return any(
+            self.function_of(call) is None and (
+                (isinstance(call.func, ast.Attribute) and call.func.attr in ("load_state_dict", "from_pretrained"))
+                or bool(self.qualified_names(call.func) & torch_api.LOADERS and self.resolved_names(call.func) & torch_api.LOADERS)
+            )
+            for call in self.calls()
+        )
+
+    @cached_property
     def exporting_scopes(self) -> FrozenSet[ast.AST]:
         """The functions (and the module, for its own code) that export a model: they call
         ``torch.onnx.export``, ``torch.jit.trace`` or another of
