@@ -621,16 +621,38 @@ class SemanticModel(Survey):
         regions: List[ast.AST] = [block for block in blocks if self.guarded_with(block)]
         regions += [function.node for function in self.runs_without_grad]
         spans = [(start, end) for start, end in (((a, b), (c, d)) for a, b, c, d in map(self.span, regions))]
-        for owner in [self.tree, *(function.node for function in self.all_functions)]:
-            switch = next((statement for statement in owner.body if self.switches_grad_off(statement)), None)
-            if switch is not None:
-                spans.append((self.span(switch)[2:], self.span(owner.body[-1])[2:]))
+        for block in self._statement_blocks():
+            index = 0
+            while index < len(block):
+                if not self.switches_grad_off(block[index]):
+                    index += 1
+                    continue
+                end = index + 1
+                while end < len(block) and not any(self._may_switch_grad_on(node) for node in ast.walk(block[end])):
+                    end += 1
+                if end > index + 1:
+                    spans.append((self.span(block[index])[2:], self.span(block[end - 1])[2:]))
+                index = end
         return sorted(spans)
+
+    def _statement_blocks(self) -> Iterator[List[ast.stmt]]:
+        """Every list of statements of the module: a module's, a function's or a loop's body, an
+        ``else``, a ``finally``, an ``except`` clause's body."""
+        if "set_grad_enabled" not in self.source:
+            return
+        for node in ast.walk(self.tree):
+            for field in ("body", "orelse", "finalbody"):
+                block = getattr(node, field, None)
+                if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                    yield block
 
     def gradients_off_at(self, line: int, column: int) -> bool:
         """Whether code at this place (line from 1, column in characters from 0) always runs with
-        gradients off: inside a grad-off ``with`` block, or in a function that always runs with
-        them off (:attr:`runs_without_grad`)."""
+        gradients off: inside a grad-off ``with`` block, in a function that always runs with
+        them off (:attr:`runs_without_grad`), or after a ``torch.set_grad_enabled(False)``
+        statement in the same block of statements (a function's, a loop's body), up to the first
+        statement of the block that may switch them on again (:meth:`_may_switch_grad_on`: a test
+        loop after the switch in an epoch loop whose body starts with ``set_grad_enabled(True)``)."""
         return any(start <= (line, column) < end for start, end in self._grad_off_regions)
 
     @cached_property
