@@ -56,6 +56,8 @@ HOOKS_KEEP_OUTPUTS = (
 TAIL_IN_TRAINING = "the function trains before this code, and a value it computes must not reach a backward pass later"
 TAIL_OF_A_TRAINING_LOOP = "the loop around it trains, and a value this code computes must not reach a backward pass later"
 CUT_IN_TRAINING = "the code around it trains, and grad mode also reaches whatever else the statement runs"
+FUNCTIONAL_NAMESPACE = "torch.nn.functional."
+"""Where torch's functional losses and layers live (``F.cross_entropy``)."""
 SAMPLED_IN_TRAINING = "the code around it trains the model, and its mode stays as it is (batch statistics still update)"
 CUT_STATEMENT_RUNS_MORE = (
     "the statement runs more than the forward pass whose output it cuts (a body, a model being "
@@ -121,14 +123,11 @@ class InferenceWithoutNoGrad(Rule):
         of Python data and lets nothing of it out (:func:`runs_one_example`), nor in one only handed to other code to call back, nor on a frozen model, nor on a model the module builds in
         a module that never puts anything on an accelerator (its graph takes host memory, not the
         GPU's). In an inference-only program (``program``: a notebook, or a file with an
-        ``if __name__ == "__main__":`` block or whose module-level code parses the command line or
-        loads weights;
+        ``if __name__ == "__main__":`` block or whose module-level code parses the command line;
         nothing in the file trains or builds an optimizer, and it loads weights), a
         model the code binds and calls in a loop without ever setting its mode counts too, outside
         classes. In code that trains, an evaluation loop counts on its own (:func:`_evaluation_loops`)."""
-        inference_only = (
-            program or model.has_main_guard or model.parses_the_command_line or model.loads_weights_at_module_level
-        ) and model.loads_weights and not (
+        inference_only = (program or model.has_main_guard or model.parses_the_command_line) and model.loads_weights and not (
             model.trains or model.builds_an_optimizer
         )
         if not inference_only and not any(
@@ -518,6 +517,16 @@ def _builds_a_graph_on_the_gpu(model: SemanticModel, facts: EvaluationFacts, cal
     return place is None or model.mentions_accelerator or not model.bound_here(place)
 
 
+def _training_calls(model: SemanticModel, function: Optional[Function]) -> List[ast.Call]:
+    """The calls of ``function`` (None: the module-level code) that train: ``backward``, an
+    optimizer ``step``, ``torch.autograd.grad``, or a call of a function of the module that trains
+    (``update(loss)`` whose body runs the backward pass)."""
+    return [
+        site.node for site in model.call_sites
+        if site.caller is function and (model.needs_gradients(site.node) or site.callee in model.training_functions)
+    ]
+
+
 def _evaluation_loops(model: SemanticModel, scope: ScopeFacts, calls: List[ast.Call]) -> List[Tuple[ast.stmt, List[ast.Call]]]:
     """In a scope that trains, the evaluation loops: around forward calls of a model in evaluation
     mode, the outermost loop that holds no call that trains (``backward``, an optimizer ``step``,
@@ -528,7 +537,7 @@ def _evaluation_loops(model: SemanticModel, scope: ScopeFacts, calls: List[ast.C
     trains (a test loop after the training loop of a notebook or script), or what it computes stays
     in it (:func:`stays_inside`: a validation loop inside the training loop whose outputs the
     training step binds afresh)."""
-    training = [site.node for site in model.call_sites if site.caller is scope.function and model.needs_gradients(site.node)]
+    training = _training_calls(model, scope.function)
     training_loops = {id(node) for step in training for node in _ancestors(model, step, scope.node) if isinstance(node, LOOPS)}
     loops: Dict[int, Tuple[ast.stmt, List[ast.Call], bool]] = {}
     for call in calls:
@@ -563,7 +572,7 @@ def _evaluation_tails(model: SemanticModel, scope: ScopeFacts, calls: List[ast.C
     if function is None:
         return []
     body = function.node.body
-    training = [site.node for site in model.call_sites if site.caller is function and model.needs_gradients(site.node)]
+    training = _training_calls(model, function)
     tails: Dict[int, Tuple[ast.stmt, List[ast.Call]]] = {}
     for call in calls:
         around = list(_ancestors(model, call, function.node))
@@ -590,7 +599,7 @@ def _training_loop_tails(model: SemanticModel, scope: ScopeFacts, calls: List[as
     whose models keep no activations (a forward hook may hand them to a backward pass)."""
     if keeps_activations(model):
         return []
-    training = [site.node for site in model.call_sites if site.caller is scope.function and model.needs_gradients(site.node)]
+    training = _training_calls(model, scope.function)
     loops = {
         id(node): node for step in training for node in _ancestors(model, step, scope.node) if isinstance(node, LOOPS)
     }
@@ -652,7 +661,7 @@ def _sampled_in_training(model: SemanticModel, found: List[Candidate]) -> List[C
         for call in sorted(trained, key=lambda call: (call.lineno, call.col_offset)):
             if id(call) in covered or _model_name(call) in criteria or not _bound_then_only_cut(model, call):
                 continue
-            if not _also_trained_in(model, scope, call):
+            if not _also_trained_in(model, scope, call) or _read_into_computation(model, call, criteria):
                 continue
             statement = model.parent(call)
             if isinstance(statement, ast.stmt) and _builds_a_graph_on_the_gpu(model, facts, call) and not _may_train_inside(model, statement, [call]):
@@ -660,6 +669,29 @@ def _sampled_in_training(model: SemanticModel, found: List[Candidate]) -> List[C
     if sampled and keeps_activations(model):
         return found
     return found + sampled
+
+
+def _read_into_computation(model: SemanticModel, call: ast.Call, criteria: Set[str]) -> bool:
+    """Whether a read of the name ``call``'s output is bound to lies inside a call of a model or a
+    criterion of the module, or of ``torch.nn.functional``: a cut there (``head(out[0].data)``)
+    may be a packed sequence's ``.data``, which carries history into the loss."""
+    statement = model.parent(call)
+    if not isinstance(statement, ast.Assign) or not isinstance(statement.targets[0], ast.Name):
+        return False
+    target = statement.targets[0]
+    binding = model.scope_at(target).resolve(target.id)
+    for use in model.uses(binding):
+        if not isinstance(use.ctx, ast.Load):
+            continue
+        for node in model.ancestors(use):
+            if isinstance(node, ast.stmt):
+                break
+            if isinstance(node, ast.Call) and (
+                _model_name(node) in model.modules or _model_name(node) in criteria
+                or any(name.startswith(FUNCTIONAL_NAMESPACE) for name in model.resolved_names(node.func))
+            ):
+                return True
+    return False
 
 
 def _also_trained_in(model: SemanticModel, scope: ScopeFacts, call: ast.Call) -> bool:

@@ -277,7 +277,7 @@ class _Walk(GradientWalker):
             facts.forward_calls.append(call)
         elif place not in facts.mode:
             facts.open_calls.append((place, call))
-            if place in facts.models or _unwrapped(place) in facts.models:
+            if place in facts.models:
                 facts.default_mode_calls.append(call)
         else:
             facts.training_mode_calls.append(call)
@@ -313,15 +313,3 @@ def _undetached_name(node: ast.expr) -> Optional[str]:
             node = node.value
         else:
             return None
-
-
-WRAPPED_MODULE = ".module"
-"""The model a ``DataParallel`` (or ``DistributedDataParallel``) wrapper holds: ``net.module(x)``."""
-
-
-def _unwrapped(place: Place) -> Place:
-    """``net`` for ``net.module``: the wrapper a wrapped model is reached through, which the code
-    shows to be a model; the place itself otherwise."""
-    if place.path.endswith(WRAPPED_MODULE):
-        return Place(place.binding, place.path[: -len(WRAPPED_MODULE)])
-    return place

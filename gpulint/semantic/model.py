@@ -641,8 +641,8 @@ class SemanticModel(Survey):
         if "set_grad_enabled" not in self.source:
             return
         for node in ast.walk(self.tree):
-            for field in ("body", "orelse", "finalbody"):
-                block = getattr(node, field, None)
+            for name in ("body", "orelse", "finalbody"):
+                block = getattr(node, name, None)
                 if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
                     yield block
 
@@ -845,18 +845,6 @@ class SemanticModel(Survey):
         """Whether the module loads trained weights: ``torch.load``, ``load_state_dict``, ``from_pretrained``."""
         return bool(self.method_calls("load_state_dict", "from_pretrained")) or any(
             self.qualified_names(call.func) & torch_api.LOADERS and self.resolved_names(call.func) & torch_api.LOADERS
-            for call in self.calls()
-        )
-
-    @cached_property
-    def loads_weights_at_module_level(self) -> bool:
-        """Whether the module-level code itself (not a function's) loads trained weights: a script,
-        since a module imported for its definitions loads nothing when it is imported."""
-        return any(
-            self.function_of(call) is None and (
-                (isinstance(call.func, ast.Attribute) and call.func.attr in ("load_state_dict", "from_pretrained"))
-                or bool(self.qualified_names(call.func) & torch_api.LOADERS and self.resolved_names(call.func) & torch_api.LOADERS)
-            )
             for call in self.calls()
         )
 
