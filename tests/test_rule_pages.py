@@ -81,6 +81,7 @@ HOLDOUT_SETS = {
     "A fifteenth held-out set": ("wild-holdout-15-first.json", "wild-holdout-15.json"),
     "A sixteenth held-out set": ("wild-holdout-16-first.json", "wild-holdout-16.json"),
     "A seventeenth held-out set": ("wild-holdout-17-first.json", "wild-holdout-17.json"),
+    "An eighteenth held-out set": ("wild-holdout-18-first.json", "wild-holdout-18.json"),
 }
 HOLDOUT_FIGURES = r"the first measurement gave (?P<first>[^;]*); now (?P<now>[^.]*(?:\.\d+[^.]*)*)\."
 
