@@ -27,7 +27,7 @@ from gpulint.semantic.model import Function, SemanticModel
 from gpulint.semantic.project_modules import project_modules
 from gpulint.semantic.one_example import keeps_activations, registers_hooks, runs_one_example
 from gpulint.semantic.tiny_batches import on_tiny_images
-from gpulint.semantic.survey import ast_dotted_name, own_nodes
+from gpulint.semantic.survey import ast_dotted_name, forward_model, own_nodes
 from gpulint.semantic.torch_api import (
     DEVICE_KEEPING_TENSOR_METHODS, ELEMENTWISE_METHODS, EXECUTOR_MODULES, FORWARD_METHODS, TENSOR_TO_ARRAY_METHODS, HISTORY_FREE_METHODS, LAYOUT_METHODS,
     GRAD_REQUIRING_TENSOR_METHODS, MODULE_METHODS, TENSOR_METADATA_ATTRIBUTES, TENSOR_SHAPE_METHODS,
@@ -710,8 +710,7 @@ def _also_trained_in(model: SemanticModel, scope: ScopeFacts, call: ast.Call) ->
 
 def _model_name(call: ast.Call) -> Optional[str]:
     """``model`` in ``model(x)`` and ``model.forward(x)``, as the semantic model spells it."""
-    func = call.func
-    return ast_dotted_name(func.value if isinstance(func, ast.Attribute) and func.attr in FORWARD_METHODS else func)
+    return ast_dotted_name(forward_model(call))
 
 
 def _cut_at_once(model: SemanticModel, calls: List[ast.Call]) -> List[Tuple[ast.stmt, List[ast.Call]]]:
@@ -842,7 +841,7 @@ def _ancestors(model: SemanticModel, node: ast.AST, scope: ast.AST) -> Iterator[
 def _may_train_inside(model: SemanticModel, loop: ast.stmt, forward: List[ast.Call]) -> bool:
     """Whether something in ``loop`` may need gradients: a call of a function of the module that
     trains, a call handed a model the loop calls, or a switch of gradients on."""
-    models = {ast_dotted_name(call.func.value if isinstance(call.func, ast.Attribute) and call.func.attr in FORWARD_METHODS else call.func) for call in forward}
+    models = {_model_name(call) for call in forward}
     for node in ast.walk(loop):
         if not isinstance(node, ast.Call):
             continue

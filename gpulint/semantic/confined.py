@@ -355,7 +355,7 @@ class _Confinement:
                 use in (parent.targets if isinstance(parent, ast.Assign) else [parent.target])
             ):
                 yield parent.value
-            elif (isinstance(parent, ast.For) and parent.target is use and _counts(parent.iter)) or (
+            elif (isinstance(parent, ast.For) and parent.target is use and self._loops_over(parent.iter, "range")) or (
                 isinstance(parent, ast.Tuple) and parent.elts and parent.elts[0] is use and self._enumerated(parent)
             ):
                 yield COUNT
@@ -368,9 +368,12 @@ class _Confinement:
         """Whether ``target`` is the target of ``for i, x in enumerate(...)``, whose first element is
         a count."""
         loop = self.model.parent(target)
-        return isinstance(loop, (ast.For, ast.comprehension)) and loop.target is target and (
-            isinstance(loop.iter, ast.Call) and self.model.is_builtin(loop.iter.func, {"enumerate"})
-        )
+        return isinstance(loop, (ast.For, ast.comprehension)) and loop.target is target and self._loops_over(loop.iter, "enumerate")
+
+    def _loops_over(self, iterable: ast.expr, builtin: str) -> bool:
+        """Whether ``iterable`` is a call of the builtin ``range`` or ``enumerate`` (not a name the
+        module binds), whose loop target, or its first element, is a Python number."""
+        return isinstance(iterable, ast.Call) and self.model.is_builtin(iterable.func, {builtin})
 
     def _plain(self, value: ast.expr) -> bool:
         """Whether ``value`` carries no autograd history, by its syntax."""
@@ -448,12 +451,6 @@ def _python_number(value: ast.expr) -> bool:
 
 COUNT = ast.Constant(value=0)
 """Stands for the Python number a counting loop binds its target to."""
-
-
-def _counts(iterable: ast.expr) -> bool:
-    """``range(...)``: a loop target bound to Python numbers (so is the count of ``enumerate(...)``:
-    :meth:`_Confinement._enumerated`)."""
-    return isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and iterable.func.id == "range"
 
 
 def _augmented_target(model: SemanticModel, name: ast.Name) -> bool:

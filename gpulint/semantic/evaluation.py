@@ -19,7 +19,7 @@ from functools import cached_property
 from typing import Dict, FrozenSet, List, Optional, Set, Tuple, Union
 
 from gpulint.semantic.model import Function, GradientWalker, Place, SemanticModel
-from gpulint.semantic.survey import ast_dotted_name, is_false_constant, module_of
+from gpulint.semantic.survey import ast_dotted_name, forward_model, is_false_constant, module_of
 from gpulint.semantic.frozen import frozen_models
 from gpulint.semantic.torch_api import FORWARD_METHODS, MODULE_API, MODULE_RETURNING_METHODS
 
@@ -148,9 +148,7 @@ class EvaluationFacts:
 
     def model_place(self, call: ast.Call) -> Optional[Place]:
         """The model a forward call calls: ``model`` in ``model(x)``, ``model.forward(x)``, ``model.inference(x)``."""
-        func = call.func
-        target = func.value if isinstance(func, ast.Attribute) and func.attr in FORWARD_METHODS else func
-        return self.model.place(target)
+        return self.model.place(forward_model(call))
 
 
 class _Walk(GradientWalker):

@@ -16,11 +16,10 @@ trains its model backpropagates as well, but what it trains has no reason to kee
 from __future__ import annotations
 
 import ast
-from typing import FrozenSet, Optional, Set, Tuple
+from typing import FrozenSet, Set, Tuple
 
 from gpulint.semantic.model import SemanticModel
-from gpulint.semantic.survey import ast_dotted_name, own_nodes
-from gpulint.semantic.torch_api import FORWARD_METHODS
+from gpulint.semantic.survey import ast_dotted_name, forward_model, own_nodes
 
 STEP = "step"
 """``optimizer.step()``: the module trains."""
@@ -41,11 +40,10 @@ def explained_models(model: SemanticModel) -> FrozenSet[ExplainedModel]:
     for function in model.all_functions:
         if function.owner is None or function.receiver is None:
             continue
-        calls = [node for node in own_nodes(function.node.body) if isinstance(node, ast.Call)]
         if function not in model.training_functions:
             continue
-        for call in calls:
-            name = _called_model(call)
+        for call in (node for node in own_nodes(function.node.body) if isinstance(node, ast.Call)):
+            name = ast_dotted_name(forward_model(call))
             if name is not None and name.split(".", 1)[0] == function.receiver and "." in name:
                 found.add((function.owner.node, "self." + name.split(".", 1)[1]))
     return frozenset(found)
@@ -57,17 +55,8 @@ def differentiated_elsewhere(model: SemanticModel, call: ast.Call) -> bool:
     if not explained:
         return False
     function = model.innermost_function(call)
-    name = _called_model(call)
+    name = ast_dotted_name(forward_model(call))
     if function is None or function.owner is None or function.receiver is None or name is None:
         return False
     head, _, rest = name.partition(".")
     return head == function.receiver and bool(rest) and (function.owner.node, "self." + rest) in explained
-
-
-def _called_model(call: ast.Call) -> Optional[str]:
-    """``self.model`` in ``self.model(x)`` and ``self.model.forward(x)``."""
-    func = call.func
-    if isinstance(func, ast.Attribute) and func.attr in FORWARD_METHODS:
-        func = func.value
-    return ast_dotted_name(func)
-

@@ -15,7 +15,7 @@ from collections import defaultdict
 from functools import cached_property
 from typing import AbstractSet, DefaultDict, Dict, FrozenSet, Iterator, List, Optional, Set, Tuple, Type, TypeVar
 
-from gpulint.semantic.torch_api import MAP_LOCATION_SLOT, MODULE_METHODS, MODULE_RETURNING_METHODS, is_module_constructor
+from gpulint.semantic.torch_api import FORWARD_METHODS, MAP_LOCATION_SLOT, MODULE_METHODS, MODULE_RETURNING_METHODS, is_module_constructor
 from gpulint.semantic.import_table import ImportTable
 from gpulint.semantic.visitor import SHARED_LEAVES
 
@@ -52,6 +52,13 @@ def ast_dotted_name(node: ast.AST) -> Optional[str]:
     ):
         return ast_full_name(node)
     return None
+
+
+def forward_model(call: ast.Call) -> ast.expr:
+    """The model a forward call runs: ``model`` in ``model(x)``, ``model.forward(x)`` and
+    ``model.inference(x)`` (:data:`~gpulint.semantic.torch_api.FORWARD_METHODS`)."""
+    func = call.func
+    return func.value if isinstance(func, ast.Attribute) and func.attr in FORWARD_METHODS else func
 
 
 def argument_values(call: ast.Call) -> List[ast.expr]:
