@@ -38,6 +38,13 @@ DOWNLOAD = re.compile(r".*(download|load_file_from_url|urlretrieve|urlopen|open_
 file they return or open, or fetch when it is missing, is a release artifact, saved from the CPU."""
 HTTP_FETCHES = frozenset({"requests.get", "urllib.request.urlopen", "urllib.request.urlretrieve", "httpx.get"})
 """HTTP clients' fetches: under an ``if`` that tests for the loaded file, they download it."""
+SHELL_RUNNERS = frozenset({
+    "os.system", "os.popen", "subprocess.run", "subprocess.call", "subprocess.check_call",
+    "subprocess.check_output", "subprocess.Popen",
+})
+"""Calls that run a shell command: one whose program is a downloader fetches a file."""
+SHELL_DOWNLOADERS = frozenset({"wget", "curl", "gdown", "aria2c", "axel"})
+"""Command-line programs that download a file (``os.system("wget URL -O vgg16.t7")``)."""
 NON_TENSOR_PAYLOADS = frozenset({"scheduler", "schedulers", "scaler", "rng"})
 """Words naming what a checkpoint file may hold that has no device tensors (scheduler, GradScaler
 and RNG states), as whole words of a name or string: ``SCHEDULER_NAME``, ``"rng_state.pth"``,
@@ -439,7 +446,32 @@ def _is_download(model: SemanticModel, node: ast.AST) -> bool:
         return False
     return bool(DOWNLOAD.fullmatch((ast_full_name(node.func) or "").split(".")[-1])) or bool(
         model.resolved_names(node.func) & HTTP_FETCHES
-    )
+    ) or _runs_a_downloader(model, node)
+
+
+def _runs_a_downloader(model: SemanticModel, call: ast.Call) -> bool:
+    """``os.system("wget " + url)``, ``subprocess.run(["curl", "-o", path, url])``: a shell
+    command whose program, the first word of its leading string, is a downloader."""
+    if not call.args or not model.resolved_names(call.func) & SHELL_RUNNERS:
+        return False
+    words = _leading_string(call.args[0]).split()
+    return bool(words) and words[0] in SHELL_DOWNLOADERS
+
+
+def _leading_string(node: ast.expr) -> str:
+    """The text a command starts with, as far as the code spells it: a string, the start of an
+    f-string, of a concatenation or ``%``/``.format`` template, or the first item of an argument list."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr) and node.values:
+        return _leading_string(node.values[0])
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mod)):
+        return _leading_string(node.left)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format":
+        return _leading_string(node.func.value)
+    if isinstance(node, (ast.List, ast.Tuple)) and node.elts:
+        return _leading_string(node.elts[0])
+    return ""
 
 
 def _contains_download(model: SemanticModel, nodes: Iterable[ast.AST]) -> bool:
@@ -449,13 +481,16 @@ def _contains_download(model: SemanticModel, nodes: Iterable[ast.AST]) -> bool:
 def _downloaded(model: SemanticModel, scope: ast.AST, loaded: ast.expr, anchor: ast.AST, dotted: Optional[str] = None) -> bool:
     """Whether the code that runs before ``anchor`` in ``scope`` (the statements before it in each
     block around it, and what they contain) last binds the loaded name to what a download call
-    returns (:func:`_last_bound_to_a_download`), or opens (``with open_url(url) as f``), or runs a download in a branch of an ``if`` that tests
-    the loaded file: its name or attribute chain (``dotted``, by default the load's own), or the
-    string it holds; or ``anchor`` is in a ``with`` block that opens a download as that name. An
-    ``if`` around ``anchor`` is no such case (the load may be in the branch that does not download)."""
+    returns (:func:`_last_bound_to_a_download`), or opens (``with open_url(url) as f``), or runs a
+    download in a branch of an ``if`` that tests the loaded file: its name or attribute chain
+    (``dotted``, by default the load's own), the string it holds, or the same call
+    (``os.path.join(root, "vgg16.weight")``); or ``anchor`` is in a ``with`` block that opens a
+    download as that name. An ``if`` around ``anchor`` is no such case (the load may be in the
+    branch that does not download)."""
     dotted = dotted if dotted is not None else ast_dotted_name(loaded)
     name = dotted if dotted is not None and "." not in dotted else None
     path = _string_value(model, loaded)
+    spelled = ast.dump(loaded)
     nodes = [*_blocks_around(model, scope, anchor), *own_nodes(list(_statements_before(model, scope, anchor)))]
     if name is not None and _last_bound_to_a_download(model, scope, loaded, anchor):
         return True
@@ -469,6 +504,7 @@ def _downloaded(model: SemanticModel, scope: ast.AST, loaded: ast.expr, anchor: 
         if isinstance(node, ast.If) and any(
             (dotted is not None and isinstance(part, (ast.Name, ast.Attribute)) and ast_dotted_name(part) == dotted)
             or (path is not None and _is_string(part, path))
+            or (isinstance(part, ast.Call) and ast.dump(part) == spelled)
             for part in ast.walk(node.test)
         ):
             if _contains_download(model, node.body) or _contains_download(model, node.orelse):

@@ -20,9 +20,11 @@ from gpulint.semantic.torch_api import LOADERS, TENSOR_ATTRIBUTES
 
 MAPPING_ATTRIBUTES = frozenset({
     "keys", "items", "values", "get", "pop", "update", "copy", "setdefault", "clear", "popitem",
-    "__getitem__", "__contains__", "__len__", "__iter__",
+    "__getitem__", "__contains__", "__len__", "__iter__", "move_to_end", "_metadata",
+    "iteritems", "iterkeys", "itervalues", "has_key", "viewitems", "viewkeys", "viewvalues",
 })
-"""Attributes a plain state dict has: using only these does not show the object is a module."""
+"""Attributes a plain state dict has (an ``OrderedDict`` with ``_metadata``; Python 2's dict
+methods too): using only these does not show the object is a module."""
 COPY_METHODS = frozenset({"load_state_dict", "copy_", "set_"})
 BLOCKS = (cst.Module, cst.IndentedBlock, cst.SimpleStatementSuite)
 Block = Union[cst.Module, cst.IndentedBlock, cst.SimpleStatementSuite]
