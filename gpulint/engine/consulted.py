@@ -13,7 +13,7 @@ import hashlib
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Dict, Iterator, Mapping, Optional
+from typing import Dict, Iterable, Iterator, Mapping, Optional
 
 Consulted = Dict[str, Optional[str]]
 _consulted: ContextVar[Optional[Consulted]] = ContextVar("gpulint_consulted_files", default=None)
@@ -41,6 +41,11 @@ def digest_of(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def digest_of_listing(names: Iterable[str]) -> str:
+    """The digest a folder is recorded with: of the sorted names of its entries."""
+    return digest_of("\n".join(sorted(names)).encode("utf-8", "surrogateescape"))
+
+
 def unchanged(consulted: Mapping[str, Optional[str]]) -> bool:
     """Whether every file recorded has the same content again (and every absent one is still absent)."""
     return all(_current_digest(Path(path)) == digest for path, digest in consulted.items())
@@ -48,6 +53,8 @@ def unchanged(consulted: Mapping[str, Optional[str]]) -> bool:
 
 def _current_digest(path: Path) -> Optional[str]:
     try:
+        if path.is_dir():
+            return digest_of_listing(entry.name for entry in path.iterdir())
         return digest_of(path.read_bytes()) if path.is_file() else None
     except OSError:
         return None

@@ -484,8 +484,8 @@ def _downloaded(model: SemanticModel, scope: ast.AST, loaded: ast.expr, anchor: 
     returns (:func:`_last_bound_to_a_download`), or opens (``with open_url(url) as f``), or runs a
     download in a branch of an ``if`` that tests the loaded file: its name or attribute chain
     (``dotted``, by default the load's own), the string it holds, or the same call
-    (``os.path.join(root, "vgg16.weight")``); or ``anchor`` is in a ``with`` block that opens a
-    download as that name. An ``if`` around ``anchor`` is no such case (the load may be in the
+    (``os.path.join(root, "vgg16.weight")``), unless the ``if`` saves that file itself
+    (:func:`_saved_in`); or ``anchor`` is in a ``with`` block that opens a download as that name. An ``if`` around ``anchor`` is no such case (the load may be in the
     branch that does not download)."""
     dotted = dotted if dotted is not None else ast_dotted_name(loaded)
     name = dotted if dotted is not None and "." not in dotted else None
@@ -507,9 +507,18 @@ def _downloaded(model: SemanticModel, scope: ast.AST, loaded: ast.expr, anchor: 
             or (isinstance(part, ast.Call) and ast.dump(part) == spelled)
             for part in ast.walk(node.test)
         ):
-            if _contains_download(model, node.body) or _contains_download(model, node.orelse):
+            if (_contains_download(model, node.body) or _contains_download(model, node.orelse)) and not _saved_in(model, node, loaded):
                 return True
     return False
+
+
+def _saved_in(model: SemanticModel, branch: ast.If, loaded: ast.expr) -> bool:
+    """Whether the ``if`` saves the loaded file itself (``torch.save(vgg.state_dict(), path)`` of
+    weights it converted from a download): the program's own file, wherever it put the tensors."""
+    read_back = model.derived(ReadBack)
+    path = read_back.path_of(loaded)
+    inside = {id(node) for node in ast.walk(branch)}
+    return path is not None and any(id(call) in inside and read_back.same_path(saved, path) for call, _, saved in read_back.saves)
 
 
 def _last_bound_to_a_download(model: SemanticModel, scope: ast.AST, loaded: ast.expr, anchor: ast.AST) -> bool:

@@ -24,6 +24,7 @@ from gpulint.semantic.explained_models import differentiated_elsewhere
 from gpulint.semantic.forward_values import hands_on, keeps_nothing_from
 from gpulint.semantic.history import AutogradHistory
 from gpulint.semantic.model import Function, SemanticModel
+from gpulint.semantic.project_callers import called_only_without_grad
 from gpulint.semantic.project_modules import project_modules
 from gpulint.semantic.one_example import keeps_activations, registers_hooks, runs_one_example
 from gpulint.semantic.tiny_batches import on_tiny_images
@@ -199,6 +200,10 @@ class InferenceWithoutNoGrad(Rule):
                 candidate for candidate in self.found_candidates
                 if (candidate[0].function.node if candidate[0].function is not None else model.tree) not in model.exporting_scopes
             ]
+        self.found_candidates = [
+            candidate for candidate in self.found_candidates
+            if candidate[0].function is None or not called_only_without_grad(model, self.context.path, candidate[0].function)
+        ]
         for index, (scope, calls, _) in enumerate(self.found_candidates):
             for call in calls:
                 self.forward[model.span(call.func)] = index

@@ -18,8 +18,10 @@ unchanged.
 from __future__ import annotations
 
 import ast
+import io
 import os
 import sys
+import tokenize
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Tuple
 
@@ -38,7 +40,7 @@ MAX_BYTES = 2_000_000
 NOT_IN_THE_PROJECT = frozenset(sys.stdlib_module_names) | {TORCH_PACKAGE}
 """Top-level packages never looked for among the project's files."""
 
-_read: Dict[Tuple[str, int, int], Tuple[Optional[str], Optional[ast.Module]]] = {}
+_read: Dict[Tuple[str, int, int], Tuple[Optional[str], Optional[Tuple[str, ast.Module]]]] = {}
 """Modules read in this process, by path, modification time and size."""
 _READ_KEPT = 256
 
@@ -144,6 +146,14 @@ def _is_file(path: Path) -> bool:
 
 
 def _module_at(path: Path) -> Optional[ast.Module]:
+    read = read_module(path)
+    return read[1] if read is not None else None
+
+
+def read_module(path: Path) -> Optional[Tuple[str, ast.Module]]:
+    """The source and tree of the Python file at ``path`` (None where it is absent, unreadable,
+    larger than :data:`MAX_BYTES`, or does not parse), recorded as consulted and kept while the
+    file's modification time and size stay the same."""
     try:
         status = path.stat()
     except OSError:
@@ -154,14 +164,14 @@ def _module_at(path: Path) -> Optional[ast.Module]:
         if len(_read) >= _READ_KEPT:
             _read.clear()
         _read[key] = _parsed(path, status.st_size)
-    digest, module = _read[key]
+    digest, read = _read[key]
     record(path, digest)
-    return module
+    return read
 
 
-def _parsed(path: Path, size: int) -> Tuple[Optional[str], Optional[ast.Module]]:
-    """The file's digest (None where it cannot be read) and its tree (None past :data:`MAX_BYTES`,
-    or where it does not parse)."""
+def _parsed(path: Path, size: int) -> Tuple[Optional[str], Optional[Tuple[str, ast.Module]]]:
+    """The file's digest (None where it cannot be read) and its source and tree (None past
+    :data:`MAX_BYTES`, or where it does not parse)."""
     try:
         data = path.read_bytes()
     except OSError:
@@ -170,7 +180,8 @@ def _parsed(path: Path, size: int) -> Tuple[Optional[str], Optional[ast.Module]]
     if size > MAX_BYTES:
         return digest, None
     try:
-        return digest, ast.parse(data)
-    except (SyntaxError, ValueError, RecursionError):
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        source = data.decode(encoding)
+        return digest, (source, ast.parse(source))
+    except (SyntaxError, ValueError, LookupError, RecursionError):
         return digest, None
-

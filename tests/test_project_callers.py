@@ -1,0 +1,92 @@
+"""Calls of a module's functions elsewhere in the project, found on disk around it
+(``gpulint.semantic.project_callers``), and the cached results that rest on them, through the
+console script."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Dict, List
+
+from tests.helpers import run_gpulint
+
+TRAINER = """\
+import torch
+from torch import nn
+
+
+class Trainer(nn.Module):
+    def __init__(self, generator):
+        super().__init__()
+        self.generator = generator
+
+    def sample(self, codes):
+        self.generator.eval()
+        images = self.generator(codes)
+        self.generator.train()
+        return images
+"""
+GUARDED_SCRIPT = """\
+import torch
+from trainer import Trainer
+
+
+def preview(trainer: Trainer, codes, save):
+    with torch.no_grad():
+        save(trainer.sample(codes))
+"""
+UNGUARDED_SCRIPT = """\
+def preview_again(trainer, codes, save):
+    save(trainer.sample(codes))
+"""
+
+
+def _write(root: Path, files: Dict[str, str]) -> None:
+    for name, text in files.items():
+        target = root / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+
+
+def _lines(root: Path, path: str, *options: str) -> List[int]:
+    report = json.loads(run_gpulint(["check", "--format", "json", "--select", "GPU004", *options, path], cwd=root).stdout)
+    return [item["line"] for item in report]
+
+
+def test_a_method_the_project_calls_only_under_no_grad_is_not_reported(tmp_path):
+    _write(tmp_path, {"trainer.py": TRAINER, "train.py": GUARDED_SCRIPT})
+    assert _lines(tmp_path, "trainer.py", "--no-cache") == []
+
+
+def test_one_call_with_gradients_on_anywhere_in_the_project_keeps_it(tmp_path):
+    _write(tmp_path, {"trainer.py": TRAINER, "train.py": GUARDED_SCRIPT, "tools/preview.py": UNGUARDED_SCRIPT})
+    assert _lines(tmp_path, "trainer.py", "--no-cache") == [12]
+
+
+def test_a_notebook_that_spells_the_name_keeps_it(tmp_path):
+    notebook = {"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                           "source": ["images = trainer.sample(codes)\n"]}],
+                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    _write(tmp_path, {"trainer.py": TRAINER, "train.py": GUARDED_SCRIPT, "demo.ipynb": json.dumps(notebook)})
+    assert _lines(tmp_path, "trainer.py", "--no-cache") == [12]
+
+
+def test_the_project_is_looked_through_from_the_folder_above_the_package(tmp_path):
+    _write(tmp_path, {
+        "lib/networks/__init__.py": "", "lib/networks/trainer.py": TRAINER,
+        "lib/loaders/dataset.py": GUARDED_SCRIPT.replace("from trainer", "from lib.networks.trainer"),
+    })
+    assert _lines(tmp_path, "lib/networks/trainer.py", "--no-cache") == []
+    _write(tmp_path, {"outside/preview.py": UNGUARDED_SCRIPT})
+    assert _lines(tmp_path, "lib/networks/trainer.py", "--no-cache") == []
+
+
+def test_a_cached_result_is_not_used_once_a_caller_is_added_or_changed(tmp_path):
+    _write(tmp_path, {"trainer.py": TRAINER, "train.py": GUARDED_SCRIPT, "pyproject.toml": "[tool.gpulint]\n"})
+    assert _lines(tmp_path, "trainer.py") == []
+    _write(tmp_path, {"tools/preview.py": UNGUARDED_SCRIPT})
+    assert _lines(tmp_path, "trainer.py") == [12]
+    (tmp_path / "tools/preview.py").unlink()
+    assert _lines(tmp_path, "trainer.py") == []
+    (tmp_path / "train.py").write_text(GUARDED_SCRIPT.replace("    with torch.no_grad():\n        save", "    save"), encoding="utf-8")
+    assert _lines(tmp_path, "trainer.py") == [12]
