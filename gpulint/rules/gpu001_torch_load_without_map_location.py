@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import ast
+import io
 import os
 import re
+import tokenize
 from typing import Callable, Iterable, Iterator, List, Mapping, Optional, Set, Tuple
 
 import libcst as cst
@@ -49,6 +51,8 @@ NON_TENSOR_PAYLOADS = frozenset({"scheduler", "schedulers", "scaler", "rng"})
 """Words naming what a checkpoint file may hold that has no device tensors (scheduler, GradScaler
 and RNG states), as whole words of a name or string: ``SCHEDULER_NAME``, ``"rng_state.pth"``,
 never ``upscaler``."""
+COMMENTED_OUT_ARGUMENT = re.compile(r"map_location\s*=")
+"""A ``map_location`` argument spelled in a comment: commented out, not merely named."""
 OLD_MAC_LINE_BREAK = re.compile(r"\r(?!\n)")
 WORD = re.compile(r"[A-Z0-9]+(?![a-z])|[A-Z]?[a-z0-9]+")
 
@@ -79,6 +83,8 @@ class TorchLoadWithoutMapLocation(Rule):
                 continue
             if any(may_pass_argument_in_tree(call, "map_location", MAP_LOCATION_SLOT[name]) for name in names):
                 continue
+            if _map_location_commented_out(model, call):
+                continue
             if not _holds_no_device_tensors(model, call) and not _placed_by_the_program(model, call) and not _a_toy(model, call):
                 found.append((call, min(names)))
         return found
@@ -106,7 +112,7 @@ class TorchLoadWithoutMapLocation(Rule):
         use = MappingUse(model, path)
         if use.only_as_mapping(call):
             return cls.make_fix(Applicability.SAFE, [edit])
-        if isinstance(model.parent(call), ast.Return):
+        if _returned_whole(model, call):
             return NoFix(RETURNED_WHOLE)
         if restores_live_optimizer(model, call):
             return NoFix(OPTIMIZER_RESTORED)
@@ -121,6 +127,26 @@ class TorchLoadWithoutMapLocation(Rule):
         else:
             note = "the loaded value is used other than as a state dict, so the device its tensors are on may matter"
         return cls.make_fix(Applicability.UNSAFE, [edit], note=note)
+
+
+def _returned_whole(model: SemanticModel, call: ast.Call) -> bool:
+    """``return torch.load(path)``, or the load bound to a name that a ``return`` hands back whole
+    (``embeddings = torch.load(path)``, ``return embeddings, names``)."""
+    parent = model.parent(call)
+    if isinstance(parent, ast.Return):
+        return True
+    if not (isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name)):
+        return False
+    place = model.place(parent.targets[0])
+    if place is None:
+        return False
+    for use in model.uses(place.binding):
+        holder = model.parent(use)
+        if isinstance(holder, ast.Tuple):
+            holder = model.parent(holder)
+        if isinstance(holder, ast.Return):
+            return True
+    return False
 
 
 OWN_FILE_READ_BACK = (
@@ -210,6 +236,25 @@ def _quote_of(model: SemanticModel, node: ast.expr) -> Optional[str]:
         if text.startswith(quote):
             return quote
     return None
+
+
+def _map_location_commented_out(model: SemanticModel, call: ast.Call) -> bool:
+    """Whether a comment on the call's lines spells a ``map_location`` argument (``torch.load(ckpt)#,
+    map_location="cpu")``): the argument was weighed and left out on purpose."""
+    line, _, end_line, _ = model.span(call)
+    start = model.offset(line, 0)
+    end = model.source.find("\n", model.offset(end_line, 0))
+    text = model.source[start:end if end >= 0 else len(model.source)]
+    if "map_location" not in text:
+        return False
+    comments = []
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.COMMENT:
+                comments.append(token.string)
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    return any(COMMENTED_OUT_ARGUMENT.search(comment) for comment in comments)
 
 
 def _holds_no_device_tensors(model: SemanticModel, call: ast.Call) -> bool:

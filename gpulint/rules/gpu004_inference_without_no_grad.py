@@ -194,6 +194,8 @@ class InferenceWithoutNoGrad(Rule):
             return
         if is_test_module(self.context.path, model.tree) and not self.context.options.get("report-inference-in-tests"):
             return
+        if model.runs_another_framework:
+            return
         self.found_candidates = self.candidates(model, self.context.path.endswith(".ipynb"))
         if not self.context.options.get("report-inference-in-exports"):
             self.found_candidates = [

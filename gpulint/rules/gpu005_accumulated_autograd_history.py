@@ -57,7 +57,9 @@ class AccumulatedAutogradHistory(Rule):
     @classmethod
     def seeds(cls, model: SemanticModel) -> List[ast.AST]:
         """The statements (outside forward passes) that add or append, inside a loop, a value that
-        may carry autograd history (by the model)."""
+        may carry autograd history (by the model); none in a module that runs another framework."""
+        if model.runs_another_framework:
+            return []
         history = model.derived(AutogradHistory)
         seeds: List[ast.AST] = []
         for statement, value in _accumulated_values(model):
@@ -99,6 +101,8 @@ class AccumulatedAutogradHistory(Rule):
             self._check(node, node.func.value, node.args[-1].value)
 
     def _check(self, statement: cst.CSTNode, accumulator: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        if self.context.model is not None and self.context.model.runs_another_framework:
+            return
         accumulated = dotted_name(accumulator)
         loop = self._data_loop(statement, accumulated) if accumulated is not None else None
         if accumulated is None or loop is None or self._grad_off(statement):

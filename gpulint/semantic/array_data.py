@@ -2,7 +2,9 @@
 
 ``torch.from_numpy(data[3:, :-1])`` and ``labels["classes"].astype(int)`` raise for anything but a
 numpy array (a tensor, on the CPU or not, a number, a string), so a value that reaches one, as the
-program runs, is an array. A payload counts as array data only when every use of it reaches one
+program runs, is an array; so does writing it into a slice of a numpy array the module makes
+(``self.obses[start:end] = payload[0]`` where ``self.obses = np.empty(...)``), which converts it
+to numpy and raises for a tensor on an accelerator. A payload counts as array data only when every use of it reaches one
 (a checkpoint with one numpy entry beside its state dict does not): the value is followed by binding
 (:class:`~gpulint.semantic.model.Place`, ``self.<attr>`` by class) through subscripts, ``.get(...)``,
 attributes other than a tensor's metadata, methods that keep a tensor where it is (``.mean(1)``),
@@ -56,12 +58,27 @@ class ArrayData:
     @cached_property
     def _consumers(self) -> bool:
         """Whether the module has a use that only numpy arrays allow at all (most have none; every
-        such use spells one of the words in the source)."""
+        such use spells one of the words in the source, or writes into an array the module makes)."""
         if not any(word in self.model.source for word in (*torch_api.ARRAY_ONLY_METHODS, *ARRAY_ONLY_FUNCTION_WORDS)):
-            return False
+            return bool(self._numpy_arrays)
         return any(attribute.attr in torch_api.ARRAY_ONLY_METHODS for attribute in self.model.nodes(ast.Attribute)) or any(
             self.model.qualified_names(call.func) & torch_api.ARRAY_ONLY_FUNCTIONS for call in self.model.calls()
-        )
+        ) or bool(self._numpy_arrays)
+
+    @cached_property
+    def _numpy_arrays(self) -> Set[Place]:
+        """Places every assignment of which makes a new numpy array (``self.obses =
+        np.empty((capacity, *shape))``): a value written into a slice of one becomes numpy data."""
+        if not any(word in self.model.source for word in ("numpy", "np.")):
+            return set()
+        return {
+            place for place, values in self._sites.items()
+            if values and all(
+                isinstance(value, ast.Call) and bool(self.model.resolved_names(value.func))
+                and self.model.resolved_names(value.func) <= torch_api.NUMPY_ARRAY_CONSTRUCTORS
+                for value in values
+            )
+        }
 
     def _outermost_part(self, node: ast.expr) -> ast.expr:
         """The largest expression around ``node`` that reads a part of it (``data[0].mean(1)``)."""
@@ -95,6 +112,8 @@ class ArrayData:
             return True
         if isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent.value is part:
             targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
+            if all(isinstance(target, ast.Subscript) and self.model.place(target.value) in self._numpy_arrays for target in targets):
+                return True
             return False if all(self.model.place(target) in parts for target in targets) else None
         if isinstance(parent, (ast.For, ast.AsyncFor, ast.comprehension)) and parent.iter is part:
             return False if self.model.place(parent.target) in parts else None

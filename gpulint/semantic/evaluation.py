@@ -249,9 +249,9 @@ class _Walk(GradientWalker):
                 if method in ("eval", "train"):
                     evaluating = not node.args if method == "eval" else bool(node.args) and is_false_constant(node.args[0])
                     self._set_mode(receiver, evaluating)
-                elif method in FORWARD_METHODS and not self.guards:
+                elif method in FORWARD_METHODS and not self.grad_off(node):
                     self._forward_call(facts, self.model.place(receiver), node)
-        if ast_dotted_name(func) is not None and not self.guards:
+        if ast_dotted_name(func) is not None and not self.grad_off(node):
             self._forward_call(facts, self.model.place(func), node)
         site = self.model.site_of.get(id(node))
         if site is not None and site.callee is not None:

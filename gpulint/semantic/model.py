@@ -621,6 +621,13 @@ class SemanticModel(Survey):
         regions: List[ast.AST] = [block for block in blocks if self.guarded_with(block)]
         regions += [function.node for function in self.runs_without_grad]
         spans = [(start, end) for start, end in (((a, b), (c, d)) for a, b, c, d in map(self.span, regions))]
+        return sorted([*spans, *self._switched_off_regions])
+
+    @cached_property
+    def _switched_off_regions(self) -> List[Tuple[Tuple[int, int], Tuple[int, int]]]:
+        """Where a ``torch.set_grad_enabled(False)`` statement switched gradients off: the rest of
+        its block of statements, up to a statement that may switch them on again."""
+        spans = []
         for block in self._statement_blocks():
             index = 0
             while index < len(block):
@@ -633,7 +640,15 @@ class SemanticModel(Survey):
                 if end > index + 1:
                     spans.append((self.span(block[index])[2:], self.span(block[end - 1])[2:]))
                 index = end
-        return sorted(spans)
+        return spans
+
+    def switched_off_at(self, node: ast.AST) -> bool:
+        """Whether ``node`` runs after a ``torch.set_grad_enabled(False)`` statement of its block of
+        statements, or of a block around it, before anything may switch gradients on again."""
+        if not self._switched_off_regions:
+            return False
+        place = self.span(node)[:2]
+        return any(start <= place < end for start, end in self._switched_off_regions)
 
     def _statement_blocks(self) -> Iterator[List[ast.stmt]]:
         """Every list of statements of the module: a module's, a function's or a loop's body, an
@@ -935,9 +950,9 @@ def is_main_guard(test: ast.expr) -> bool:
 
 
 class GradientWalker(Visitor):
-    """Walks a module in source order, knowing the function each node is in and whether a grad-off
-    context or decorator is lexically around it (``guards``); subclasses hear of each function
-    entered and left."""
+    """Walks a module in source order, knowing the function each node is in and whether it runs with
+    gradients off as the code around it shows (:meth:`grad_off`: ``guards`` counts the grad-off
+    contexts and decorators around it); subclasses hear of each function entered and left."""
 
     def __init__(self, model: SemanticModel) -> None:
         self.model = model
@@ -966,15 +981,14 @@ class GradientWalker(Visitor):
         self.functions.pop()
 
     def body(self, statements: Sequence[ast.stmt]) -> None:
-        """Walk a function's or the module's statements; after a statement that switches
-        gradients off (``torch.set_grad_enabled(False)``), the rest of them run without."""
-        switched = 0
         for statement in statements:
             self.visit(statement)
-            if not switched and self.model.switches_grad_off(statement):
-                switched = 1
-                self.guards += 1
-        self.guards -= switched
+
+    def grad_off(self, node: ast.AST) -> bool:
+        """Whether ``node`` runs with gradients off as the code around it shows: under a grad-off
+        context or decorator, or after a ``torch.set_grad_enabled(False)`` statement
+        (:meth:`SemanticModel.switched_off_at`)."""
+        return self.guards > 0 or self.model.switched_off_at(node)
 
     def visit_Module(self, node: ast.Module) -> None:
         self.body(node.body)
@@ -1002,5 +1016,5 @@ class _CallWalker(GradientWalker):
 
     def visit_Call(self, node: ast.Call) -> None:
         caller = self.functions[-1] if self.functions else None
-        self.sites.append(CallSite(node, caller, self.guards > 0))
+        self.sites.append(CallSite(node, caller, self.grad_off(node)))
         self.generic_visit(node)

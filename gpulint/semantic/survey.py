@@ -15,7 +15,10 @@ from collections import defaultdict
 from functools import cached_property
 from typing import AbstractSet, DefaultDict, Dict, FrozenSet, Iterator, List, Optional, Set, Tuple, Type, TypeVar
 
-from gpulint.semantic.torch_api import FORWARD_METHODS, MAP_LOCATION_SLOT, MODULE_METHODS, MODULE_RETURNING_METHODS, is_module_constructor
+from gpulint.semantic.torch_api import (
+    FORWARD_METHODS, MAP_LOCATION_SLOT, MODULE_METHODS, MODULE_RETURNING_METHODS, OTHER_FRAMEWORKS, TORCH_PACKAGE,
+    is_module_constructor,
+)
 from gpulint.semantic.import_table import ImportTable
 from gpulint.semantic.visitor import SHARED_LEAVES
 
@@ -197,6 +200,21 @@ class Survey:
     @cached_property
     def imports(self) -> ImportTable:
         return ImportTable.from_imports([*self.nodes(ast.Import), *self.nodes(ast.ImportFrom)])
+
+    @cached_property
+    def imported_packages(self) -> FrozenSet[str]:
+        """The top-level packages the module's imports name (``paddle`` of ``import paddle.nn as nn``
+        and of ``from paddle.io import DataLoader``; relative imports name none)."""
+        found = {alias.name.partition(".")[0] for node in self.nodes(ast.Import) for alias in node.names}
+        found |= {node.module.partition(".")[0] for node in self.nodes(ast.ImportFrom) if node.module and not node.level}
+        return frozenset(found)
+
+    @property
+    def runs_another_framework(self) -> bool:
+        """Whether the module imports another deep-learning framework
+        (:data:`~gpulint.semantic.torch_api.OTHER_FRAMEWORKS`) and not torch: its models are that
+        framework's, whose grad mode torch's does not switch."""
+        return bool(self.imported_packages & OTHER_FRAMEWORKS) and TORCH_PACKAGE not in self.imported_packages
 
     def qualified_names(self, node: ast.AST) -> FrozenSet[str]:
         """Every qualified name an import of this module may give ``node`` (a superset of what

@@ -11,6 +11,10 @@ from __future__ import annotations
 
 from typing import Dict, Tuple
 
+OTHER_FRAMEWORKS = frozenset({"paddle", "tensorflow", "keras", "jax", "flax", "mindspore", "oneflow", "mxnet", "megengine", "jittor"})
+"""Deep-learning frameworks other than torch: a module that imports one and not torch runs that
+framework's models (``paddle.no_grad()``), which torch's grad mode does not reach.
+"""
 TORCH_PACKAGE = "torch"
 """The name that importing torch's package binds. A star import of a module that imports torch
 brings that name along (``from project.modules import *``): an unbound ``torch`` under a star
@@ -57,6 +61,13 @@ only holder. GPU003 reads them."""
 ARRAY_ONLY_FUNCTIONS = frozenset({"torch.from_numpy"})
 """Functions that take only a numpy array, never a tensor: a value passed to one is no tensor
 (``semantic.array_data`` reads them)."""
+
+NUMPY_ARRAY_CONSTRUCTORS = frozenset({
+    "numpy.empty", "numpy.zeros", "numpy.ones", "numpy.full", "numpy.array", "numpy.asarray",
+    "numpy.empty_like", "numpy.zeros_like", "numpy.ones_like", "numpy.full_like", "numpy.arange",
+})
+"""numpy's functions that make a new array: writing a value into a slice of one (``buffer[a:b] =
+value``) converts it to numpy, which no tensor on an accelerator allows (``semantic.array_data``)."""
 
 EXPORTERS = frozenset({"torch.onnx.export", "torch.jit.trace", "torch.jit.trace_module", "torch.export.export"})
 """Functions that export a model (ONNX, TorchScript by tracing, ``torch.export``): a module that calls
