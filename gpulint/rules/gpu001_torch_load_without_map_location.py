@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import ast
-import io
 import os
 import re
-import tokenize
 from typing import Callable, Iterable, Iterator, List, Mapping, Optional, Set, Tuple
 
 import libcst as cst
@@ -51,8 +49,6 @@ NON_TENSOR_PAYLOADS = frozenset({"scheduler", "schedulers", "scaler", "rng"})
 """Words naming what a checkpoint file may hold that has no device tensors (scheduler, GradScaler
 and RNG states), as whole words of a name or string: ``SCHEDULER_NAME``, ``"rng_state.pth"``,
 never ``upscaler``."""
-COMMENTED_OUT_ARGUMENT = re.compile(r"map_location\s*=")
-"""A ``map_location`` argument spelled in a comment: commented out, not merely named."""
 OLD_MAC_LINE_BREAK = re.compile(r"\r(?!\n)")
 WORD = re.compile(r"[A-Z0-9]+(?![a-z])|[A-Z]?[a-z0-9]+")
 
@@ -82,8 +78,6 @@ class TorchLoadWithoutMapLocation(Rule):
             if not names or not names <= MAP_LOCATION_SLOT.keys():
                 continue
             if any(may_pass_argument_in_tree(call, "map_location", MAP_LOCATION_SLOT[name]) for name in names):
-                continue
-            if _map_location_commented_out(model, call):
                 continue
             if not _holds_no_device_tensors(model, call) and not _placed_by_the_program(model, call) and not _a_toy(model, call):
                 found.append((call, min(names)))
@@ -236,25 +230,6 @@ def _quote_of(model: SemanticModel, node: ast.expr) -> Optional[str]:
         if text.startswith(quote):
             return quote
     return None
-
-
-def _map_location_commented_out(model: SemanticModel, call: ast.Call) -> bool:
-    """Whether a comment on the call's lines spells a ``map_location`` argument (``torch.load(ckpt)#,
-    map_location="cpu")``): the argument was weighed and left out on purpose."""
-    line, _, end_line, _ = model.span(call)
-    start = model.offset(line, 0)
-    end = model.source.find("\n", model.offset(end_line, 0))
-    text = model.source[start:end if end >= 0 else len(model.source)]
-    if "map_location" not in text:
-        return False
-    comments = []
-    try:
-        for token in tokenize.generate_tokens(io.StringIO(text).readline):
-            if token.type == tokenize.COMMENT:
-                comments.append(token.string)
-    except (tokenize.TokenError, SyntaxError):
-        pass
-    return any(COMMENTED_OUT_ARGUMENT.search(comment) for comment in comments)
 
 
 def _holds_no_device_tensors(model: SemanticModel, call: ast.Call) -> bool:
