@@ -90,3 +90,22 @@ def test_a_cached_result_is_not_used_once_a_caller_is_added_or_changed(tmp_path)
     assert _lines(tmp_path, "trainer.py") == []
     (tmp_path / "train.py").write_text(GUARDED_SCRIPT.replace("    with torch.no_grad():\n        save", "    save"), encoding="utf-8")
     assert _lines(tmp_path, "trainer.py") == [12]
+
+
+def test_a_caller_too_deeply_nested_to_analyse_leaves_it_undecided(tmp_path):
+    deep = GUARDED_SCRIPT + "\n\ndef total(x):\n    return " + " + ".join(["x"] * 320) + "\n"
+    _write(tmp_path, {"trainer.py": TRAINER, "train.py": deep})
+    result = run_gpulint(["check", "--format", "json", "--select", "GPU004", "--no-cache", "trainer.py"], cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert [item["line"] for item in json.loads(result.stdout)] == [12]
+
+
+def test_files_other_than_code_written_in_the_project_keep_the_cached_result(tmp_path):
+    _write(tmp_path, {"trainer.py": TRAINER, "train.py": GUARDED_SCRIPT, "pyproject.toml": "[tool.gpulint]\n", "runs/epoch1.ckpt": "weights"})
+    assert _lines(tmp_path, "trainer.py") == []
+    assert _lines(tmp_path, "trainer.py") == []
+    [entry] = (tmp_path / ".gpulint_cache").glob("*/*.json")
+    written = entry.stat().st_mtime_ns
+    _write(tmp_path, {"runs/epoch2.ckpt": "weights", "log.txt": "epoch 2"})
+    assert _lines(tmp_path, "trainer.py") == []
+    assert entry.stat().st_mtime_ns == written

@@ -82,6 +82,8 @@ HOLDOUT_SETS = {
     "A sixteenth held-out set": ("wild-holdout-16-first.json", "wild-holdout-16.json"),
     "A seventeenth held-out set": ("wild-holdout-17-first.json", "wild-holdout-17.json"),
     "An eighteenth held-out set": ("wild-holdout-18-first.json", "wild-holdout-18.json"),
+    "A nineteenth held-out set": ("wild-holdout-19-first.json", "wild-holdout-19.json"),
+    "A twentieth held-out set": ("wild-holdout-20-first.json", "wild-holdout-20.json"),
 }
 HOLDOUT_FIGURES = r"the first measurement gave (?P<first>[^;]*); now (?P<now>[^.]*(?:\.\d+[^.]*)*)\."
 

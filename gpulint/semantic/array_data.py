@@ -22,6 +22,7 @@ from typing import Dict, Iterator, List, Optional, Set, Union
 
 from gpulint.semantic import torch_api
 from gpulint.semantic.model import Place, SemanticModel
+from gpulint.semantic.survey import ast_full_name
 
 MAPPING_READS = frozenset({"get", "pop"})
 """Methods that read a value out of a mapping."""
@@ -67,18 +68,30 @@ class ArrayData:
 
     @cached_property
     def _numpy_arrays(self) -> Set[Place]:
-        """Places every assignment of which makes a new numpy array (``self.obses =
-        np.empty((capacity, *shape))``): a value written into a slice of one becomes numpy data."""
+        """Places every assignment of which makes a new numpy array of numbers (``self.obses =
+        np.empty((capacity, *shape))``, no ``dtype=object``): a value written into a slice of one
+        becomes numpy data."""
         if not any(word in self.model.source for word in ("numpy", "np.")):
             return set()
         return {
             place for place, values in self._sites.items()
-            if values and all(
-                isinstance(value, ast.Call) and bool(self.model.resolved_names(value.func))
-                and self.model.resolved_names(value.func) <= torch_api.NUMPY_ARRAY_CONSTRUCTORS
-                for value in values
-            )
+            if values and all(isinstance(value, ast.Call) and self._makes_a_numeric_array(value) for value in values)
         }
+
+    def _makes_a_numeric_array(self, call: ast.Call) -> bool:
+        """A numpy constructor's call whose ``dtype`` is not ``object`` (an object array stores a
+        tensor as it is, on whatever device)."""
+        names = self.model.resolved_names(call.func)
+        if not names or not names <= torch_api.NUMPY_ARRAY_CONSTRUCTORS:
+            return False
+        dtype = next((keyword.value for keyword in call.keywords if keyword.arg == "dtype"), None)
+        if dtype is None:
+            return True
+        if isinstance(dtype, ast.Constant):
+            return isinstance(dtype.value, str) and not dtype.value.lstrip("|").lower().startswith("o")
+        return ast_full_name(dtype) not in ("object", "numpy.object_", "np.object_") and not (
+            self.model.resolved_names(dtype) & {"numpy.object_"}
+        )
 
     def _outermost_part(self, node: ast.expr) -> ast.expr:
         """The largest expression around ``node`` that reads a part of it (``data[0].mean(1)``)."""
@@ -112,7 +125,11 @@ class ArrayData:
             return True
         if isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent.value is part:
             targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
-            if all(isinstance(target, ast.Subscript) and self.model.place(target.value) in self._numpy_arrays for target in targets):
+            if all(
+                isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Slice)
+                and self.model.place(target.value) in self._numpy_arrays
+                for target in targets
+            ):
                 return True
             return False if all(self.model.place(target) in parts for target in targets) else None
         if isinstance(parent, (ast.For, ast.AsyncFor, ast.comprehension)) and parent.iter is part:

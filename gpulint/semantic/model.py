@@ -93,7 +93,9 @@ class CallSite:
     caller: Optional[Function]
     """The innermost function around the call; None at module level or in a class body."""
     guarded: bool
-    """Lexically inside a grad-off ``with`` block or a function with a grad-off decorator."""
+    """Inside a grad-off ``with`` block or a function with a grad-off decorator, or after a
+    ``torch.set_grad_enabled(False)`` statement around it (a runtime flag's only in a function's
+    or the module's own body: :meth:`SemanticModel.switched_off_at`)."""
     callee: Optional[Function] = None
 
 
@@ -621,45 +623,53 @@ class SemanticModel(Survey):
         regions: List[ast.AST] = [block for block in blocks if self.guarded_with(block)]
         regions += [function.node for function in self.runs_without_grad]
         spans = [(start, end) for start, end in (((a, b), (c, d)) for a, b, c, d in map(self.span, regions))]
-        return sorted([*spans, *self._switched_off_regions])
+        return sorted([*spans, *((start, end) for start, end, _ in self._switched_off_regions)])
 
     @cached_property
-    def _switched_off_regions(self) -> List[Tuple[Tuple[int, int], Tuple[int, int]]]:
-        """Where a ``torch.set_grad_enabled(False)`` statement switched gradients off: the rest of
-        its block of statements, up to a statement that may switch them on again."""
+    def _switched_off_regions(self) -> List[Tuple[Tuple[int, int], Tuple[int, int], bool]]:
+        """Where a ``torch.set_grad_enabled(...)`` statement that may switch gradients off did: the
+        rest of its block of statements, up to a statement that may switch them on again; with
+        whether the switch is certain there (``False``, or a flag in a function's or the module's
+        own body, as a whole function's grad mode is decided) rather than a runtime flag in a
+        nested block (``set_grad_enabled(phase == "val")`` in a loop over phases)."""
         spans = []
-        for block in self._statement_blocks():
+        for owner, block in self._statement_blocks():
+            top = isinstance(owner, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)) and block is owner.body
             index = 0
             while index < len(block):
                 if not self.switches_grad_off(block[index]):
                     index += 1
                     continue
+                call = cast(ast.Call, cast(ast.Expr, block[index]).value)
+                certain = top or is_false_constant(call.args[0])
                 end = index + 1
                 while end < len(block) and not any(self._may_switch_grad_on(node) for node in ast.walk(block[end])):
                     end += 1
                 if end > index + 1:
-                    spans.append((self.span(block[index])[2:], self.span(block[end - 1])[2:]))
+                    spans.append((self.span(block[index])[2:], self.span(block[end - 1])[2:], certain))
                 index = end
         return spans
 
-    def switched_off_at(self, node: ast.AST) -> bool:
+    def switched_off_at(self, node: ast.AST, runtime_flags: bool = True) -> bool:
         """Whether ``node`` runs after a ``torch.set_grad_enabled(False)`` statement of its block of
-        statements, or of a block around it, before anything may switch gradients on again."""
+        statements, or of a block around it, before anything may switch gradients on again;
+        ``runtime_flags``: also after one whose flag is known only at run time, in a nested block
+        (where a phase loop's training phase runs with gradients on)."""
         if not self._switched_off_regions:
             return False
         place = self.span(node)[:2]
-        return any(start <= place < end for start, end in self._switched_off_regions)
+        return any(start <= place < end and (certain or runtime_flags) for start, end, certain in self._switched_off_regions)
 
-    def _statement_blocks(self) -> Iterator[List[ast.stmt]]:
-        """Every list of statements of the module: a module's, a function's or a loop's body, an
-        ``else``, a ``finally``, an ``except`` clause's body."""
+    def _statement_blocks(self) -> Iterator[Tuple[ast.AST, List[ast.stmt]]]:
+        """Every list of statements of the module, with the node it belongs to: a module's, a
+        function's or a loop's body, an ``else``, a ``finally``, an ``except`` clause's body."""
         if "set_grad_enabled" not in self.source:
             return
         for node in ast.walk(self.tree):
             for name in ("body", "orelse", "finalbody"):
                 block = getattr(node, name, None)
                 if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
-                    yield block
+                    yield node, block
 
     def gradients_off_at(self, line: int, column: int) -> bool:
         """Whether code at this place (line from 1, column in characters from 0) always runs with
@@ -984,11 +994,11 @@ class GradientWalker(Visitor):
         for statement in statements:
             self.visit(statement)
 
-    def grad_off(self, node: ast.AST) -> bool:
+    def grad_off(self, node: ast.AST, runtime_flags: bool = True) -> bool:
         """Whether ``node`` runs with gradients off as the code around it shows: under a grad-off
         context or decorator, or after a ``torch.set_grad_enabled(False)`` statement
-        (:meth:`SemanticModel.switched_off_at`)."""
-        return self.guards > 0 or self.model.switched_off_at(node)
+        (:meth:`SemanticModel.switched_off_at`, ``runtime_flags`` as there)."""
+        return self.guards > 0 or self.model.switched_off_at(node, runtime_flags)
 
     def visit_Module(self, node: ast.Module) -> None:
         self.body(node.body)
@@ -1007,8 +1017,8 @@ class GradientWalker(Visitor):
 
 
 class _CallWalker(GradientWalker):
-    """Lists a module's calls in source order, with the function around each and whether a
-    grad-off context or decorator is lexically around it."""
+    """Lists a module's calls in source order, with the function around each and whether the code
+    around it shows gradients off (:attr:`CallSite.guarded`)."""
 
     def __init__(self, model: SemanticModel, sites: List[CallSite]) -> None:
         super().__init__(model)
@@ -1016,5 +1026,5 @@ class _CallWalker(GradientWalker):
 
     def visit_Call(self, node: ast.Call) -> None:
         caller = self.functions[-1] if self.functions else None
-        self.sites.append(CallSite(node, caller, self.grad_off(node)))
+        self.sites.append(CallSite(node, caller, self.grad_off(node, runtime_flags=False)))
         self.generic_visit(node)

@@ -4,36 +4,53 @@ A trainer's ``sample`` method that its own module never calls runs where the tra
 it: ``with torch.no_grad(): outputs = trainer.sample(a, b)`` in ``train.py``. A reader looks for
 those calls; so does gpulint. The files looked through are the project's around the module: the
 ``.py`` files under the folder that holds its package (the nearest folder above it without an
-``__init__.py``), :data:`MAX_FILES` at most. A function counts as called only with gradients off when
-the files there call a function or method of its name at least once, and every such call, in any of
-them and in the module itself, runs with gradients off in its own file
-(:meth:`~gpulint.semantic.model.SemanticModel.gradients_off_at`). Any other mention of the name
-(``fn = trainer.sample``, a callback), a notebook that spells it, a file that spells it but cannot
-be parsed, or a project too large to look through leaves it undecided: not so.
+``__init__.py``), found in :data:`MAX_ENTRIES` folders and code files at most. A function counts as
+called only with gradients off when the files there call a function or method of its name at least
+once, and every such call, in any of them and in the module itself, runs with gradients off in its
+own file (:meth:`~gpulint.semantic.model.SemanticModel.gradients_off_at`). Any other mention of the
+name (``fn = trainer.sample``, a callback), a notebook that spells it, a file that spells it but
+cannot be read, parsed or analysed, a folder that cannot be listed, or a project too large to look
+through leaves it undecided: not so (and a result cached for the module stands while the module
+itself is unchanged).
 
-Each file and folder looked at is recorded (:mod:`gpulint.engine.consulted`), so that a result cached
-for the module is used only while they are unchanged.
+What each file calls is read once per process (:class:`_CallIndex`, kept while the file's
+modification time and size stay the same), and so is each search folder's list of files (kept while
+its folders' modification times stay the same), so a project's modules share the work. Each file and
+folder looked at is recorded (:mod:`gpulint.engine.consulted`; a folder by the listing of its code),
+so that a result cached for the module is used only while they are unchanged.
 """
 
 from __future__ import annotations
 
 import ast
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
-from gpulint.engine.consulted import digest_of, digest_of_listing, record
+from gpulint.engine.consulted import code_listing, digest_of, digest_of_listing, record
 from gpulint.semantic.model import Function, SemanticModel
 from gpulint.semantic.project_modules import read_module
 
-MAX_FILES = 400
-"""The most files (Python modules and notebooks) looked through for one module's callers."""
-SKIPPED_FOLDERS = frozenset({"__pycache__", "node_modules", "site-packages", "build", "dist"})
-"""Folders that hold no code of the project's own."""
+MAX_ENTRIES = 2000
+"""The most folders and code files (Python modules and notebooks) looked through for a module's callers."""
 
-_models: Dict[Tuple[str, int, int], SemanticModel] = {}
-"""Other files' semantic models, by path, modification time and size."""
-_MODELS_KEPT = 64
+Listing = Tuple[Tuple[Tuple[str, int], ...], Optional[Tuple[Path, ...]], Tuple[Tuple[Path, str], ...]]
+"""A search folder's walk: each folder looked at with its modification time, the code files found
+(None: too many, or a folder that cannot be listed), and each folder with the digest of its listing."""
+
+_walks: Dict[str, Listing] = {}
+_indexes: Dict[Tuple[str, int, int], Optional["_CallIndex"]] = {}
+_KEPT = 4096
+
+
+@dataclass
+class _CallIndex:
+    """What one file does with each name: whether each of its calls of a function or method of that
+    name runs with gradients off, and the names it mentions other than by calling or defining them."""
+
+    calls: Dict[str, List[bool]] = field(default_factory=dict)
+    other_mentions: Set[str] = field(default_factory=set)
 
 
 def called_only_without_grad(model: SemanticModel, path: str, function: Function) -> bool:
@@ -55,6 +72,7 @@ def _defined_at_the_top(model: SemanticModel, function: Function) -> bool:
 class _ProjectCallers:
     def __init__(self, model: SemanticModel) -> None:
         self.model = model
+        self.own_index: Optional[_CallIndex] = None
         self.decided: Dict[Tuple[str, str], bool] = {}
 
     def decide(self, path: str, name: str) -> bool:
@@ -69,22 +87,22 @@ class _ProjectCallers:
             return False
         found = 0
         for file in files:
-            if file.suffix == ".ipynb":
-                if _spells(file, name):
-                    return False
-                continue
             if file == own:
-                other: Optional[SemanticModel] = self.model
+                if self.own_index is None:
+                    self.own_index = _index_of(self.model)
+                index: Optional[_CallIndex] = self.own_index
             elif not _spells(file, name):
                 continue
+            elif file.suffix == ".ipynb":
+                return False
             else:
-                other = _model_of(file)
-            if other is None:
+                index = _file_index(file)
+            if index is None or name in index.other_mentions:
                 return False
-            calls = _calls_by_name(other, name)
-            if calls is None or not all(other.gradients_off_at(*other.span(call)[:2]) for call in calls):
+            guarded = index.calls.get(name, [])
+            if not all(guarded):
                 return False
-            found += len(calls)
+            found += len(guarded)
         return found > 0
 
 
@@ -96,25 +114,52 @@ def _search_root(path: Path) -> Path:
     return folder
 
 
-def _project_files(root: Path) -> Optional[List[Path]]:
-    """The ``.py`` and ``.ipynb`` files under ``root`` (not in hidden or :data:`SKIPPED_FOLDERS`
-    folders, nor in a virtual environment), each folder's listing recorded; None past :data:`MAX_FILES`."""
+def _project_files(root: Path) -> Optional[Tuple[Path, ...]]:
+    """The code files under ``root`` (:func:`~gpulint.engine.consulted.code_listing` of each folder),
+    each folder's listing recorded; None past :data:`MAX_ENTRIES`, or where a folder cannot be listed."""
+    key = str(root)
+    walked = _walks.get(key)
+    if walked is None or not _unchanged(walked[0]):
+        walked = _walk(root)
+        if len(_walks) >= _KEPT:
+            _walks.clear()
+        _walks[key] = walked
+    for folder, digest in walked[2]:
+        record(folder, digest)
+    return walked[1]
+
+
+def _walk(root: Path) -> Listing:
+    """The walk of ``root``; one that stops (too many entries, a folder that cannot be listed)
+    keeps the folders it looked at, to be taken again while they are unchanged, and records none:
+    its module stays undecided while the module itself is unchanged."""
+    folders: List[Tuple[str, int]] = []
     files: List[Path] = []
-    for folder, folders, names in _walk(root):
-        record(folder, digest_of_listing([*folders, *names]))
-        folders[:] = sorted(
-            name for name in folders
-            if not name.startswith(".") and name not in SKIPPED_FOLDERS and not (folder / name / "pyvenv.cfg").exists()
-        )
-        files.extend(folder / name for name in sorted(names) if name.endswith((".py", ".ipynb")))
-        if len(files) > MAX_FILES:
-            return None
-    return files
+    digests: List[Tuple[Path, str]] = []
+    pending = [root]
+    while pending:
+        folder = pending.pop()
+        try:
+            modified = folder.stat().st_mtime_ns
+            subfolders, names = code_listing(folder)
+        except OSError:
+            return tuple(folders), None, ()
+        folders.append((str(folder), modified))
+        digests.append((folder, digest_of_listing(subfolders, names)))
+        files.extend(folder / name for name in names)
+        pending.extend(folder / name for name in reversed(subfolders))
+        if len(folders) + len(files) > MAX_ENTRIES:
+            return tuple(folders), None, ()
+    return tuple(folders), tuple(files), tuple(digests)
 
 
-def _walk(root: Path) -> Iterator[Tuple[Path, List[str], List[str]]]:
-    for folder, folders, names in os.walk(root):
-        yield Path(folder), folders, names
+def _unchanged(folders: Tuple[Tuple[str, int], ...]) -> bool:
+    """Whether each folder walked still has the modification time it had (no entry added, removed
+    or renamed in it since)."""
+    try:
+        return all(os.stat(folder).st_mtime_ns == modified for folder, modified in folders)
+    except OSError:
+        return False
 
 
 def _spells(file: Path, name: str) -> bool:
@@ -128,33 +173,42 @@ def _spells(file: Path, name: str) -> bool:
     return name.encode("utf-8") in data
 
 
-def _model_of(file: Path) -> Optional[SemanticModel]:
-    read = read_module(file)
-    if read is None:
+def _file_index(file: Path) -> Optional[_CallIndex]:
+    try:
+        status = file.stat()
+    except OSError:
         return None
-    status = file.stat()
     key = (str(file), status.st_mtime_ns, status.st_size)
-    if key not in _models:
-        if len(_models) >= _MODELS_KEPT:
-            _models.clear()
-        _models[key] = SemanticModel(read[1], read[0])
-    return _models[key]
+    if key not in _indexes:
+        read = read_module(file)
+        if len(_indexes) >= _KEPT:
+            _indexes.clear()
+        _indexes[key] = _index_of(SemanticModel(read[1], read[0])) if read is not None else None
+    return _indexes[key]
 
 
-def _calls_by_name(model: SemanticModel, name: str) -> Optional[List[ast.Call]]:
-    """The calls in the module of a function or method named ``name`` (``name(...)``,
-    ``x.name(...)``); None if the module mentions the name otherwise, but for defining it."""
-    calls: List[ast.Call] = []
-    called = set()
-    for node in ast.walk(model.tree):
-        if isinstance(node, ast.Call) and _named(node.func, name):
-            calls.append(node)
-            called.add(id(node.func))
-    for node in ast.walk(model.tree):
-        if _named(node, name) and id(node) not in called:
-            return None
-    return calls
+def _index_of(model: SemanticModel) -> Optional[_CallIndex]:
+    """The module's :class:`_CallIndex`; None where the module is too deeply nested to analyse."""
+    index = _CallIndex()
+    try:
+        called = set()
+        for call in model.calls():
+            name = _name_of(call.func)
+            if name is not None:
+                index.calls.setdefault(name, []).append(model.gradients_off_at(*model.span(call)[:2]))
+                called.add(id(call.func))
+        for node in (*model.nodes(ast.Name), *model.nodes(ast.Attribute)):
+            name = _name_of(node)
+            if name is not None and id(node) not in called:
+                index.other_mentions.add(name)
+    except RecursionError:
+        return None
+    return index
 
 
-def _named(node: ast.AST, name: str) -> bool:
-    return (isinstance(node, ast.Name) and node.id == name) or (isinstance(node, ast.Attribute) and node.attr == name)
+def _name_of(node: ast.AST) -> Optional[str]:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None

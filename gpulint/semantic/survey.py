@@ -16,7 +16,7 @@ from functools import cached_property
 from typing import AbstractSet, DefaultDict, Dict, FrozenSet, Iterator, List, Optional, Set, Tuple, Type, TypeVar
 
 from gpulint.semantic.torch_api import (
-    FORWARD_METHODS, MAP_LOCATION_SLOT, MODULE_METHODS, MODULE_RETURNING_METHODS, OTHER_FRAMEWORKS, TORCH_PACKAGE,
+    FORWARD_METHODS, MAP_LOCATION_SLOT, MODULE_METHODS, MODULE_RETURNING_METHODS, OTHER_FRAMEWORKS, TORCH_LIBRARIES,
     is_module_constructor,
 )
 from gpulint.semantic.import_table import ImportTable
@@ -212,9 +212,10 @@ class Survey:
     @property
     def runs_another_framework(self) -> bool:
         """Whether the module imports another deep-learning framework
-        (:data:`~gpulint.semantic.torch_api.OTHER_FRAMEWORKS`) and not torch: its models are that
-        framework's, whose grad mode torch's does not switch."""
-        return bool(self.imported_packages & OTHER_FRAMEWORKS) and TORCH_PACKAGE not in self.imported_packages
+        (:data:`~gpulint.semantic.torch_api.OTHER_FRAMEWORKS`) and nothing built on torch
+        (:data:`~gpulint.semantic.torch_api.TORCH_LIBRARIES`): its models are that framework's,
+        whose grad mode torch's does not switch."""
+        return bool(self.imported_packages & OTHER_FRAMEWORKS) and not self.imported_packages & TORCH_LIBRARIES
 
     def qualified_names(self, node: ast.AST) -> FrozenSet[str]:
         """Every qualified name an import of this module may give ``node`` (a superset of what

@@ -12,9 +12,15 @@ from __future__ import annotations
 from typing import Dict, Tuple
 
 OTHER_FRAMEWORKS = frozenset({"paddle", "tensorflow", "keras", "jax", "flax", "mindspore", "oneflow", "mxnet", "megengine", "jittor"})
-"""Deep-learning frameworks other than torch: a module that imports one and not torch runs that
-framework's models (``paddle.no_grad()``), which torch's grad mode does not reach.
-"""
+"""Deep-learning frameworks other than torch: a module that imports one and nothing of torch's
+(:data:`TORCH_LIBRARIES`) runs that framework's models (``paddle.no_grad()``), which torch's grad
+mode does not reach."""
+TORCH_LIBRARIES = frozenset({
+    "torch", "torchvision", "torchaudio", "torchtext", "timm", "transformers", "diffusers", "accelerate",
+    "lightning", "pytorch_lightning", "peft", "deepspeed", "fairseq", "detectron2", "mmcv", "mmdet",
+    "ultralytics", "kornia", "open_clip", "clip", "sentence_transformers", "torch_geometric",
+})
+"""Packages built on torch: a module that imports one may run torch models, whatever else it imports."""
 TORCH_PACKAGE = "torch"
 """The name that importing torch's package binds. A star import of a module that imports torch
 brings that name along (``from project.modules import *``): an unbound ``torch`` under a star
