@@ -211,7 +211,7 @@ def test_a_visitor_rule_still_parses_the_file(monkeypatch):
 
 
 def test_gpu001_fix_in_a_crlf_file_keeps_its_line_breaks():
-    source = "import torch\r\ndef f(p, model):\r\n    state = torch.load(\r\n        p,\r\n    )\r\n    model.load_state_dict(state)\r\n"
+    source = "import torch\r\ndef f(p):\r\n    state = torch.load(\r\n        p,\r\n    )\r\n    return state\r\n"
     [diagnostic] = lint_source(source, "x.py", [GPU001])
     assert diagnostic.fix is not None
     fixed = fix_text(source, lambda text: lint_source(text, "x.py", [GPU001]), {Applicability.SAFE, Applicability.UNSAFE}).text

@@ -124,11 +124,15 @@ class TorchLoadWithoutMapLocation(Rule):
 
 
 def _returned_whole(model: SemanticModel, call: ast.Call) -> bool:
-    """``return torch.load(path)``, or the load bound to a name that a ``return`` hands back whole
-    (``embeddings = torch.load(path)``, ``return embeddings, names``)."""
+    """``return torch.load(path)``; or, for a file of a name the module itself saves to (whatever
+    folder: :func:`_saved_here_by_name`), the load bound to a name that a ``return`` hands back
+    whole (``embeddings = torch.load(root / "facebank.pth")``, ``return embeddings, names``, where
+    another function saves GPU embeddings to ``root / "facebank.pth"``)."""
     parent = model.parent(call)
     if isinstance(parent, ast.Return):
         return True
+    if not _saved_here_by_name(model, call):
+        return False
     if not (isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name)):
         return False
     place = model.place(parent.targets[0])
@@ -141,6 +145,19 @@ def _returned_whole(model: SemanticModel, call: ast.Call) -> bool:
         if isinstance(holder, ast.Return):
             return True
     return False
+
+
+def _saved_here_by_name(model: SemanticModel, call: ast.Call) -> bool:
+    """Whether the module ``torch.save``s a file whose name, as the code spells it, is one the load
+    may read (``"facebank.pth"`` under whatever folder)."""
+    loaded = loaded_path(call)
+    if loaded is None:
+        return False
+    names = {(segments(value) or [UNKNOWN])[-1] for value in path_strings(model, loaded)} - {UNKNOWN}
+    return bool(names) and any(
+        saved is not None and names & {(segments(value) or [UNKNOWN])[-1] for value in path_strings(model, saved)}
+        for _, _, saved in model.derived(ReadBack).saves
+    )
 
 
 OWN_FILE_READ_BACK = (
