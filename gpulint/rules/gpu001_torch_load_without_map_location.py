@@ -153,11 +153,8 @@ def _saved_here_by_name(model: SemanticModel, call: ast.Call) -> bool:
     loaded = loaded_path(call)
     if loaded is None:
         return False
-    names = {(segments(value) or [UNKNOWN])[-1] for value in path_strings(model, loaded)} - {UNKNOWN}
-    return bool(names) and any(
-        saved is not None and names & {(segments(value) or [UNKNOWN])[-1] for value in path_strings(model, saved)}
-        for _, _, saved in model.derived(ReadBack).saves
-    )
+    names = _file_names(model, loaded) - {UNKNOWN}
+    return bool(names) and any(saved is not None and names & _file_names(model, saved) for _, _, saved in model.derived(ReadBack).saves)
 
 
 OWN_FILE_READ_BACK = (
@@ -281,8 +278,13 @@ def _holds_no_device_tensors(model: SemanticModel, call: ast.Call) -> bool:
 def _names_a_tensorless_file(model: SemanticModel, loaded: ast.expr) -> bool:
     """Whether every string the path may be names a file a library writes without tensors
     (:data:`~gpulint.semantic.torch_api.TENSORLESS_FILES`: a Trainer's ``training_args.bin``)."""
-    names = {(segments(value) or [UNKNOWN])[-1] for value in path_strings(model, loaded)}
+    names = _file_names(model, loaded)
     return bool(names) and names <= TENSORLESS_FILES
+
+
+def _file_names(model: SemanticModel, path: ast.expr) -> Set[str]:
+    """The last part of each string ``path`` may be (:data:`UNKNOWN` where the code does not spell it)."""
+    return {(segments(value) or [UNKNOWN])[-1] for value in path_strings(model, path)}
 
 
 def _placed_by_the_program(model: SemanticModel, call: ast.Call) -> bool:
@@ -522,8 +524,9 @@ def _downloaded(model: SemanticModel, scope: ast.AST, loaded: ast.expr, anchor: 
     download in a branch of an ``if`` that tests the loaded file: its name or attribute chain
     (``dotted``, by default the load's own), the string it holds, or the same call
     (``os.path.join(root, "vgg16.weight")``), unless the ``if`` saves that file itself
-    (:func:`_saved_in`); or ``anchor`` is in a ``with`` block that opens a download as that name. An ``if`` around ``anchor`` is no such case (the load may be in the
-    branch that does not download)."""
+    (:func:`_saved_in`); or ``anchor`` is in a ``with`` block that opens a download as that name.
+    An ``if`` around ``anchor`` is no such case (the load may be in the branch that does not
+    download)."""
     dotted = dotted if dotted is not None else ast_dotted_name(loaded)
     name = dotted if dotted is not None and "." not in dotted else None
     path = _string_value(model, loaded)

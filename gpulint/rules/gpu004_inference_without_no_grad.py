@@ -30,7 +30,7 @@ from gpulint.semantic.one_example import keeps_activations, registers_hooks, run
 from gpulint.semantic.tiny_batches import on_tiny_images
 from gpulint.semantic.survey import ast_dotted_name, forward_model, own_nodes
 from gpulint.semantic.torch_api import (
-    DEVICE_KEEPING_TENSOR_METHODS, ELEMENTWISE_METHODS, EXECUTOR_MODULES, FORWARD_METHODS, TENSOR_TO_ARRAY_METHODS, HISTORY_FREE_METHODS, LAYOUT_METHODS,
+    DEVICE_KEEPING_TENSOR_METHODS, ELEMENTWISE_METHODS, EXECUTOR_MODULES, FORWARD_METHODS, FUNCTIONAL_NAMESPACE, TENSOR_TO_ARRAY_METHODS, HISTORY_FREE_METHODS, LAYOUT_METHODS,
     GRAD_REQUIRING_TENSOR_METHODS, MODULE_METHODS, TENSOR_METADATA_ATTRIBUTES, TENSOR_SHAPE_METHODS,
 )
 
@@ -57,8 +57,6 @@ HOOKS_KEEP_OUTPUTS = (
 TAIL_IN_TRAINING = "the function trains before this code, and a value it computes must not reach a backward pass later"
 TAIL_OF_A_TRAINING_LOOP = "the loop around it trains, and a value this code computes must not reach a backward pass later"
 CUT_IN_TRAINING = "the code around it trains, and grad mode also reaches whatever else the statement runs"
-FUNCTIONAL_NAMESPACE = "torch.nn.functional."
-"""Where torch's functional losses and layers live (``F.cross_entropy``)."""
 SAMPLED_IN_TRAINING = "the code around it trains the model, and its mode stays as it is (batch statistics still update)"
 CUT_STATEMENT_RUNS_MORE = (
     "the statement runs more than the forward pass whose output it cuts (a body, a model being "

@@ -19,7 +19,7 @@ from gpulint.semantic.backward import backpropagated_functions
 from gpulint.semantic.history import AutogradHistory, only_detached
 from gpulint.semantic.model import BUILTIN_NAMES, SemanticModel
 from gpulint.semantic.survey import Survey, argument_values, ast_dotted_name
-from gpulint.semantic.torch_api import AUTOGRAD_ENTRY_POINTS, is_torch_tensor_function
+from gpulint.semantic.torch_api import AUTOGRAD_ENTRY_POINTS, FUNCTIONAL_NAMESPACE, is_torch_tensor_function
 
 APPENDING_METHODS = frozenset({"append", "extend", "insert"})
 LOSS_FUNCTION = re.compile(r"_*(loss|criterion|(compute|calc|calculate|get|build|make)_(\w+_)?loss(es)?)", re.IGNORECASE)
@@ -306,7 +306,7 @@ class AccumulatedAutogradHistory(Rule):
             return True
         names = self._names(func)
         if dotted_name(func) in analysis.criteria or any(
-            q.startswith("torch.nn.functional.") or (is_torch_tensor_function(q) and q.endswith("_loss")) for q in names
+            q.startswith(FUNCTIONAL_NAMESPACE) or (is_torch_tensor_function(q) and q.endswith("_loss")) for q in names
         ):
             return not self._given_only_detached(call)
         return analysis.tensors.is_module(func)

@@ -2,10 +2,11 @@
 
 ``torch.from_numpy(data[3:, :-1])`` and ``labels["classes"].astype(int)`` raise for anything but a
 numpy array (a tensor, on the CPU or not, a number, a string), so a value that reaches one, as the
-program runs, is an array; so does writing it into a slice of a numpy array the module makes
-(``self.obses[start:end] = payload[0]`` where ``self.obses = np.empty(...)``), which converts it
-to numpy and raises for a tensor on an accelerator. A payload counts as array data only when every use of it reaches one
-(a checkpoint with one numpy entry beside its state dict does not): the value is followed by binding
+program runs, is an array; so is one written into a slice of a numpy array of numbers the module
+makes (``self.obses[start:end] = payload[0]`` where ``self.obses = np.empty(...)``), which converts
+it to numpy and raises for a tensor on an accelerator. A payload counts as array data only when
+every use of it reaches one (a checkpoint with one numpy entry beside its state dict does not): the
+value is followed by binding
 (:class:`~gpulint.semantic.model.Place`, ``self.<attr>`` by class) through subscripts, ``.get(...)``,
 attributes other than a tensor's metadata, methods that keep a tensor where it is (``.mean(1)``),
 assignments to names whose every assignment assigns a part, and loops over it; any other use
@@ -22,7 +23,6 @@ from typing import Dict, Iterator, List, Optional, Set, Union
 
 from gpulint.semantic import torch_api
 from gpulint.semantic.model import Place, SemanticModel
-from gpulint.semantic.survey import ast_full_name
 
 MAPPING_READS = frozenset({"get", "pop"})
 """Methods that read a value out of a mapping."""
@@ -60,11 +60,13 @@ class ArrayData:
     def _consumers(self) -> bool:
         """Whether the module has a use that only numpy arrays allow at all (most have none; every
         such use spells one of the words in the source, or writes into an array the module makes)."""
+        if self._numpy_arrays:
+            return True
         if not any(word in self.model.source for word in (*torch_api.ARRAY_ONLY_METHODS, *ARRAY_ONLY_FUNCTION_WORDS)):
-            return bool(self._numpy_arrays)
+            return False
         return any(attribute.attr in torch_api.ARRAY_ONLY_METHODS for attribute in self.model.nodes(ast.Attribute)) or any(
             self.model.qualified_names(call.func) & torch_api.ARRAY_ONLY_FUNCTIONS for call in self.model.calls()
-        ) or bool(self._numpy_arrays)
+        )
 
     @cached_property
     def _numpy_arrays(self) -> Set[Place]:
@@ -89,9 +91,7 @@ class ArrayData:
             return True
         if isinstance(dtype, ast.Constant):
             return isinstance(dtype.value, str) and not dtype.value.lstrip("|").lower().startswith("o")
-        return ast_full_name(dtype) not in ("object", "numpy.object_", "np.object_") and not (
-            self.model.resolved_names(dtype) & {"numpy.object_"}
-        )
+        return not (self.model.is_builtin(dtype, {"object"}) or "numpy.object_" in self.model.resolved_names(dtype))
 
     def _outermost_part(self, node: ast.expr) -> ast.expr:
         """The largest expression around ``node`` that reads a part of it (``data[0].mean(1)``)."""

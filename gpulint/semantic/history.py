@@ -18,7 +18,7 @@ from typing import AbstractSet, Dict, Iterator, List, Optional, Sequence, Set, T
 from gpulint.semantic.frozen import frozen_models
 from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.survey import argument_values, ast_dotted_name, module_of, own_nodes
-from gpulint.semantic.torch_api import LAYOUT_METHODS, is_loss_module, is_torch_tensor_function
+from gpulint.semantic.torch_api import FUNCTIONAL_NAMESPACE, LAYOUT_METHODS, is_loss_module, is_torch_tensor_function
 
 DETACHING_METHODS = frozenset({"detach", "item", "tolist", "numpy"})
 """Tensor methods whose result carries no autograd history."""
@@ -121,7 +121,7 @@ class AutogradHistory:
             return True
         return (
             dotted in self.criteria or any(
-                q.startswith("torch.nn.functional.") or (is_torch_tensor_function(q) and q.endswith("_loss"))
+                q.startswith(FUNCTIONAL_NAMESPACE) or (is_torch_tensor_function(q) and q.endswith("_loss"))
                 for q in model.qualified_names(func)
             )
         ) and not only_detached(call)

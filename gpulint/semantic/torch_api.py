@@ -170,7 +170,9 @@ NON_TENSOR_TORCH = frozenset({
 })
 """``torch.X`` functions that return no tensor: ``is_torch_tensor_function`` excepts them."""
 
-TENSOR_NAMESPACES = ("torch.nn.functional.", "torch.linalg.", "torch.fft.", "torch.special.")
+FUNCTIONAL_NAMESPACE = "torch.nn.functional."
+"""Where torch's functional layers and losses live (``F.cross_entropy``)."""
+TENSOR_NAMESPACES = (FUNCTIONAL_NAMESPACE, "torch.linalg.", "torch.fft.", "torch.special.")
 """Namespaces every function of which computes tensors: ``is_torch_tensor_function`` accepts them
 all, and ``is_module_constructor`` none."""
 
