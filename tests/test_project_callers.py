@@ -109,3 +109,47 @@ def test_files_other_than_code_written_in_the_project_keep_the_cached_result(tmp
     _write(tmp_path, {"runs/epoch2.ckpt": "weights", "log.txt": "epoch 2"})
     assert _lines(tmp_path, "trainer.py") == []
     assert entry.stat().st_mtime_ns == written
+
+
+def _wrapper_chain(depth: int) -> Dict[str, str]:
+    """``trainer.py`` and ``depth`` wrapper modules, each handing ``sample`` on to the one before,
+    the last called under ``torch.no_grad()`` by ``train.py``."""
+    files = {"trainer.py": TRAINER}
+    for level in range(1, depth + 1):
+        files[f"wrapper{level}.py"] = (
+            f"class Wrapper{level}:\n"
+            f"    def __init__(self, inner):\n"
+            f"        self.inner = inner\n\n"
+            f"    def sample(self, codes):\n"
+            f"        return self.inner.sample(codes)\n"
+        )
+    files["train.py"] = GUARDED_SCRIPT
+    return files
+
+
+def test_a_method_reached_through_wrappers_called_under_no_grad_is_not_reported(tmp_path):
+    _write(tmp_path, _wrapper_chain(3))
+    assert _lines(tmp_path, "trainer.py", "--no-cache") == []
+
+
+def test_a_chain_of_wrappers_too_long_to_follow_leaves_it_reported(tmp_path):
+    from gpulint.semantic.project_callers import MAX_CALLER_DEPTH
+
+    # Every wrapper is named `sample`, so one level of search covers all of them: make the chain
+    # one of distinct names, one more than is followed.
+    files = {"trainer.py": TRAINER}
+    names = [f"sample_{level}" for level in range(MAX_CALLER_DEPTH + 2)]
+    for level, (outer, inner) in enumerate(zip(names, ["sample", *names]), start=1):
+        files[f"wrapper{level}.py"] = f"def {outer}(trainer, codes):\n    return trainer.{inner}(codes)\n" if inner == "sample" else (
+            f"from wrapper{level - 1} import {inner}\n\n\ndef {outer}(trainer, codes):\n    return {inner}(trainer, codes)\n"
+        )
+    files["train.py"] = (
+        f"import torch\nfrom wrapper{len(names)} import {names[-1]}\n\n\n"
+        f"def preview(trainer, codes, save):\n    with torch.no_grad():\n        save({names[-1]}(trainer, codes))\n"
+    )
+    _write(tmp_path, files)
+    assert _lines(tmp_path, "trainer.py", "--no-cache") == [12]
+    for level in (len(names) - 1, len(names)):
+        (tmp_path / f"wrapper{level}.py").unlink()
+    (tmp_path / "train.py").write_text(files["train.py"].replace(str(len(names)), str(len(names) - 2)).replace(names[-1], names[-3]), encoding="utf-8")
+    assert _lines(tmp_path, "trainer.py", "--no-cache") == []

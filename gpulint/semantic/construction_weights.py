@@ -44,6 +44,9 @@ TRAINING_STATE_WORDS = ("optim", "opt", "scaler", "sched")
 ``self.scaler``, ``"scheduler"``), as a whole word or a part of one."""
 STORING_FUNCTIONS = frozenset({"setattr", "print", "exec", "eval", "vars", "globals", "locals"})
 STORING_METHODS = frozenset({"update", "append", "extend", "setdefault", "insert", "add", "__setitem__"})
+PRETRAINED_WORD = "pretrain"
+"""What a method of a network, or a parameter of it, that initialises the network from published
+weights spells (``init_weights(self, pretrained)``, ``load_pretrained_model``)."""
 RESUME_WORDS = ("resume", "restore", "continue", "last")
 """What a parameter asking to resume a run spells (``resume=False``): its checkpoint is the run's own."""
 TEST_PARTS = (ast.Name, ast.Constant, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.Load, ast.Not, ast.And, ast.Or,
@@ -66,11 +69,13 @@ def loaded_while_built(model: SemanticModel, call: ast.Call) -> bool:
         function.owner.node in model.module_classes
     ):
         networks = constructed | {function.receiver}
+    elif function.receiver is not None and _initialises_from_pretrained(model, function):
+        networks = constructed | {function.receiver}
     elif _asked_for_by_a_parameter(model, function, call):
         networks = constructed & _returned_names(nodes)
     else:
         return False
-    fresh = {name for name in built if "." not in name}
+    fresh = {name for name in built if "." not in name} | _literal_dicts(nodes)
     carriers = _carriers(nodes, call, fresh)
     receivers = [
         node for node in nodes
@@ -80,6 +85,19 @@ def loaded_while_built(model: SemanticModel, call: ast.Call) -> bool:
     if not receivers or not _only_loaded(model, function, nodes, call, carriers, fresh):
         return False
     return all(_loads_into(node) in networks and not _restores_training_state(node) for node in receivers)
+
+
+def _initialises_from_pretrained(model: SemanticModel, function: Function) -> bool:
+    """Whether ``function`` is a method of a network that initialises it from pretrained weights by
+    its name: the method's name or a parameter of it spells ``pretrain`` (``init_weights(self,
+    pretrained="")``, ``load_pretrained_model(self, data, name)``), and no parameter is named for a
+    resume."""
+    if function.receiver is None or function.owner is None or function.owner.node not in model.module_classes:
+        return False
+    parameters = [name.lower() for name in function.scope.parameters if name != function.receiver]
+    if any(word in name for name in parameters for word in RESUME_WORDS):
+        return False
+    return any(PRETRAINED_WORD in name for name in [function.name.lower(), *parameters])
 
 
 def _loads_into(call: ast.Call) -> str:
@@ -182,6 +200,29 @@ def _carries(expression: ast.AST, call: ast.Call, carriers: Set[str]) -> bool:
     )
 
 
+def _literal_dicts(nodes: List[ast.AST]) -> Set[str]:
+    """The local names every binding of which among ``nodes`` (one at least) is a dict display
+    (``renamed = {}``): fresh local values, as a constructor's are."""
+    literal: Dict[str, bool] = {}
+    assigned: Set[int] = set()
+    for node in nodes:
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    assigned.add(id(target))
+                    literal[target.id] = literal.get(target.id, True) and isinstance(node.value, ast.Dict)
+    for node in nodes:
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and id(node) not in assigned:
+            literal[node.id] = False
+    return {name for name, is_literal in literal.items() if is_literal}
+
+
+def _stored_in_fresh(target: ast.expr, fresh: Set[str]) -> bool:
+    """``renamed[key[7:]]`` of ``renamed[key[7:]] = weights[key]``: an item of a fresh local value
+    or of a name bound to what the load gave, whose own uses are checked."""
+    return isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and target.value.id in fresh
+
+
 def _merged_into(node: ast.AST, fresh: Set[str]) -> Optional[str]:
     """``own`` of ``own.update(...)``: a merge into a fresh local value."""
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
@@ -234,8 +275,32 @@ def _only_loaded(model: SemanticModel, function: Function, nodes: List[ast.AST],
         for node in ast.walk(function.node) if node is not function.node
     ):
         return False  # read by a nested function or lambda, which may keep it
-    uses = [call] + [node for node in nodes if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in carriers]
-    return all(_towards_loading(model, function, use, fresh) for use in uses)
+    loops = _enclosing_loops(model, function, call)
+    uses = [call] + [
+        node for node in nodes
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in carriers
+        and _may_follow(model, function, node, call, loops)
+    ]
+    holders = fresh | carriers
+    return all(_towards_loading(model, function, use, holders) for use in uses)
+
+
+def _enclosing_loops(model: SemanticModel, function: Function, node: ast.AST) -> Set[int]:
+    loops: Set[int] = set()
+    parent = model.parent(node)
+    while parent is not None and parent is not function.node:
+        if isinstance(parent, (ast.For, ast.AsyncFor, ast.While)):
+            loops.add(id(parent))
+        parent = model.parent(parent)
+    return loops
+
+
+def _may_follow(model: SemanticModel, function: Function, use: ast.AST, call: ast.Call, loops: Set[int]) -> bool:
+    """Whether a read may run after the load: it comes later in the function, or a loop holds both
+    (a name reused before the load, ``for m in self.modules()``, reads something else)."""
+    if (getattr(use, "lineno", 0), getattr(use, "col_offset", 0)) > (call.lineno, call.col_offset):
+        return True
+    return bool(loops & _enclosing_loops(model, function, use))
 
 
 def _towards_loading(model: SemanticModel, function: Function, use: ast.AST, fresh: Set[str]) -> bool:
@@ -250,8 +315,12 @@ def _towards_loading(model: SemanticModel, function: Function, use: ast.AST, fre
             )
         if isinstance(parent, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
-            return child is parent.value and all(
-                isinstance(part, (ast.Name, ast.Tuple, ast.List, ast.Store)) for target in targets for part in ast.walk(target)
+            if child is not parent.value:
+                return any(child is target and _stored_in_fresh(target, fresh) for target in targets)
+            return all(
+                _stored_in_fresh(target, fresh)
+                or all(isinstance(part, (ast.Name, ast.Tuple, ast.List, ast.Store)) for part in ast.walk(target))
+                for target in targets
             )
         if isinstance(parent, (ast.For, ast.AsyncFor, ast.comprehension)):
             return child is parent.iter or isinstance(parent, ast.comprehension)

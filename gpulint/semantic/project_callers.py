@@ -7,7 +7,14 @@ those calls; so does gpulint. The files looked through are the project's around 
 ``__init__.py``), found in :data:`MAX_ENTRIES` folders and code files at most. A function counts as
 called only with gradients off when the files there call a function or method of its name at least
 once, and every such call, in any of them and in the module itself, runs with gradients off in its
-own file (:meth:`~gpulint.semantic.model.SemanticModel.gradients_off_at`). Any other mention of the
+own file (:meth:`~gpulint.semantic.model.SemanticModel.gradients_off_at`), or right in the body of a
+function or method defined at the top of its module or of a class there that the project, in the
+same sense, calls only with gradients off: ``Trainer.test`` calling ``self.model.test(...)``, itself
+called under ``torch.no_grad()`` by ``train.py``, up to :data:`MAX_CALLER_DEPTH` callers deep. A
+call in the body of a function whose answer is being sought counts as off (reached only through
+calls of that name, it follows one that runs with gradients off, and they stay off down the
+calls), but at least one call along the way must run with them off itself: a chain of callers
+that nothing starts is no evidence. Any other mention of the
 name (``fn = trainer.sample``, a callback), a notebook that spells it, a file that spells it but
 cannot be read, parsed or analysed, a folder that cannot be listed, or a project too large to look
 through leaves it undecided: not so (and a result cached for the module stands while the module
@@ -26,13 +33,16 @@ import ast
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 from gpulint.engine.consulted import code_listing, digest_of, digest_of_listing, record
 from gpulint.semantic.model import Function, SemanticModel
 from gpulint.semantic.project_modules import read_module
 
 MAX_ENTRIES = 2000
+MAX_CALLER_DEPTH = 4
+"""The most functions followed up a chain of callers (``sample`` called by ``Trainer.sample``,
+called by ...) before a call is left undecided."""
 """The most folders and code files (Python modules and notebooks) looked through for a module's callers."""
 
 Listing = Tuple[Tuple[Tuple[str, int], ...], Optional[Tuple[Path, ...]], Tuple[Tuple[Path, str], ...]]
@@ -46,10 +56,12 @@ _KEPT = 4096
 
 @dataclass
 class _CallIndex:
-    """What one file does with each name: whether each of its calls of a function or method of that
-    name runs with gradients off, and the names it mentions other than by calling or defining them."""
+    """What one file does with each name: for each of its calls of a function or method of that
+    name, whether it runs with gradients off, or else the name of the function or method defined at
+    the top of the file or of a class there that it is right in the body of (None: none); and the
+    names it mentions other than by calling or defining them."""
 
-    calls: Dict[str, List[bool]] = field(default_factory=dict)
+    calls: Dict[str, List[Tuple[bool, Optional[str]]]] = field(default_factory=dict)
     other_mentions: Set[str] = field(default_factory=set)
 
 
@@ -78,14 +90,20 @@ class _ProjectCallers:
     def decide(self, path: str, name: str) -> bool:
         key = (path, name)
         if key not in self.decided:
-            self.decided[key] = self._decide(Path(os.path.abspath(path)), name)
+            self.decided[key] = self._calls(Path(os.path.abspath(path)), name, frozenset()) == (True, True)
         return self.decided[key]
 
-    def _decide(self, own: Path, name: str) -> bool:
+    def _calls(self, own: Path, name: str, sought: FrozenSet[str]) -> Tuple[bool, bool]:
+        """Whether the project calls ``name`` and every call runs with gradients off, and whether one
+        at least is reached from a call that is not itself in a function being sought (so a chain of
+        callers that nothing starts does not count)."""
+        if name in sought:
+            return True, False
+        sought = sought | {name}
         files = _project_files(_search_root(own))
         if files is None:
-            return False
-        found = 0
+            return False, False
+        started = found = False
         for file in files:
             if file == own:
                 if self.own_index is None:
@@ -94,16 +112,23 @@ class _ProjectCallers:
             elif not _spells(file, name):
                 continue
             elif file.suffix == ".ipynb":
-                return False
+                return False, False
             else:
                 index = _file_index(file)
             if index is None or name in index.other_mentions:
-                return False
-            guarded = index.calls.get(name, [])
-            if not all(guarded):
-                return False
-            found += len(guarded)
-        return found > 0
+                return False, False
+            for guarded, caller in index.calls.get(name, []):
+                found = True
+                if guarded:
+                    started = True
+                    continue
+                if caller is None or len(sought) > MAX_CALLER_DEPTH:
+                    return False, False
+                off, reached = self._calls(own, caller, sought)
+                if not off:
+                    return False, False
+                started = started or reached
+        return found, started
 
 
 def _search_root(path: Path) -> Path:
@@ -195,7 +220,8 @@ def _index_of(model: SemanticModel) -> Optional[_CallIndex]:
         for call in model.calls():
             name = _name_of(call.func)
             if name is not None:
-                index.calls.setdefault(name, []).append(model.gradients_off_at(*model.span(call)[:2]))
+                guarded = model.gradients_off_at(*model.span(call)[:2])
+                index.calls.setdefault(name, []).append((guarded, None if guarded else _caller_of(model, call)))
                 called.add(id(call.func))
         for node in (*model.nodes(ast.Name), *model.nodes(ast.Attribute)):
             name = _name_of(node)
@@ -204,6 +230,20 @@ def _index_of(model: SemanticModel) -> Optional[_CallIndex]:
     except RecursionError:
         return None
     return index
+
+
+def _caller_of(model: SemanticModel, call: ast.Call) -> Optional[str]:
+    """The name of the function or method defined at the top of the module or of a class there whose
+    body ``call`` is right in (not in a lambda or a function nested in it, which may run elsewhere)."""
+    function = model.innermost_function(call)
+    if function is None or not _defined_at_the_top(model, function):
+        return None
+    parent = model.parent(call)
+    while parent is not None and parent is not function.node:
+        if isinstance(parent, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return None
+        parent = model.parent(parent)
+    return function.name if parent is function.node else None
 
 
 def _name_of(node: ast.AST) -> Optional[str]:
