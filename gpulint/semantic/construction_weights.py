@@ -3,7 +3,7 @@
 Code that builds a network and loads a file into it as it does so builds it with the weights it
 ships with: a published pretrained network (an ImageNet backbone, a converted detector or pose
 stage), saved from the CPU. A checkpoint of the user's own training is loaded after the network is
-built, by the code that trains or runs it. Two shapes are taken for this:
+built, by the code that trains or runs it. Three shapes are taken for this:
 
 - the ``__init__`` of a network (a class of ``nn.Module``) that hands what it loads to
   ``load_state_dict`` there (``self.load_state_dict(torch.load(weights_path))``,
@@ -11,14 +11,20 @@ built, by the code that trains or runs it. Two shapes are taken for this:
   class (an inference wrapper's, a predictor's) loads whatever checkpoint it is given, as a script
   would: it is checked;
 - a function that builds a network, returns it, and loads weights into it only when a parameter
-  asks for them (``if checkpoint is not None:``, ``if pretrained:``): an optional initialisation.
+  asks for them (``if checkpoint is not None:``, ``if pretrained:``): an optional initialisation;
+- a method of a network that initialises it from pretrained weights, as its name or a parameter
+  spells ``pretrain`` (``init_weights(self, pretrained="")``, ``load_pretrained_model``; no
+  parameter named for a resume), loading into the instance or a network it constructs.
 
 The network loaded into must be one the function builds: the instance itself, or a name or
 attribute every assignment of which in the function calls a constructor (not a parameter the
 caller fills, not a ``torch.optim`` optimizer or scheduler). The value a load gives is followed
 through the local names of the function it is bound to, and the fresh local values it is merged
-into (``model_dict.update(pretrained)`` after ``model_dict = net.state_dict()``). It is no such case
-when any of it is used otherwise — stored in an attribute, an item or a global, handed to another
+into (``model_dict.update(pretrained)`` after ``model_dict = net.state_dict()``, ``renamed[key] =
+weights[key]`` after ``renamed = {}``: a local bound only to a dict display or a constructor's
+call, whose every read, also before the load, is checked in turn; a read of any other name in a
+statement that ends before the load's, outside any loop around it, reads something else). It is no such case
+when any of it is used otherwise — stored in an attribute, another item or a global, handed to another
 call, returned or yielded (``self.start_epoch = checkpoint["epoch"]`` shows a training resume) —
 nor when it restores an optimizer (a receiver or key that spells ``optim``): a resume, not an
 initialisation.
@@ -75,7 +81,7 @@ def loaded_while_built(model: SemanticModel, call: ast.Call) -> bool:
         networks = constructed & _returned_names(nodes)
     else:
         return False
-    fresh = {name for name in built if "." not in name} | _literal_dicts(nodes)
+    fresh = {name for name in built if "." not in name} | _literal_dicts(nodes, set(function.scope.parameters))
     carriers = _carriers(nodes, call, fresh)
     receivers = [
         node for node in nodes
@@ -200,9 +206,10 @@ def _carries(expression: ast.AST, call: ast.Call, carriers: Set[str]) -> bool:
     )
 
 
-def _literal_dicts(nodes: List[ast.AST]) -> Set[str]:
-    """The local names every binding of which among ``nodes`` (one at least) is a dict display
-    (``renamed = {}``): fresh local values, as a constructor's are."""
+def _literal_dicts(nodes: List[ast.AST], parameters: Set[str]) -> Set[str]:
+    """The local names, not parameters, every binding of which among ``nodes`` (one at least) is a
+    dict display assigned to that name alone (``renamed = {}``): fresh local values, as a
+    constructor's are."""
     literal: Dict[str, bool] = {}
     assigned: Set[int] = set()
     for node in nodes:
@@ -210,16 +217,17 @@ def _literal_dicts(nodes: List[ast.AST]) -> Set[str]:
             for target in node.targets:
                 if isinstance(target, ast.Name):
                     assigned.add(id(target))
-                    literal[target.id] = literal.get(target.id, True) and isinstance(node.value, ast.Dict)
+                    alone = len(node.targets) == 1 and isinstance(node.value, ast.Dict)
+                    literal[target.id] = literal.get(target.id, True) and alone
     for node in nodes:
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and id(node) not in assigned:
             literal[node.id] = False
-    return {name for name, is_literal in literal.items() if is_literal}
+    return {name for name, is_literal in literal.items() if is_literal and name not in parameters}
 
 
 def _stored_in_fresh(target: ast.expr, fresh: Set[str]) -> bool:
     """``renamed[key[7:]]`` of ``renamed[key[7:]] = weights[key]``: an item of a fresh local value
-    or of a name bound to what the load gave, whose own uses are checked."""
+    (whose own uses are checked, as it then carries the load)."""
     return isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and target.value.id in fresh
 
 
@@ -264,9 +272,9 @@ def _carriers(nodes: Iterable[ast.AST], call: ast.Call, fresh: Set[str]) -> Set[
 def _only_loaded(model: SemanticModel, function: Function, nodes: List[ast.AST], call: ast.Call, carriers: Set[str], fresh: Set[str]) -> bool:
     """Whether every use of the load, and of the names bound to it, goes towards ``load_state_dict``:
     an argument of it, the value of an assignment to local names, the iterable of a loop, the
-    context of a ``with``, the test of an ``if`` or ``assert``, or an argument of a method merging it into a fresh
-    local value. Anything else (an attribute, an item of another value, a global, another call, a
-    ``return``) keeps some of it."""
+    context of a ``with``, the test of an ``if`` or ``assert``, an argument of a method merging it into a fresh
+    local value, or an item of one. Anything else (an attribute, an item of another value, a global,
+    another call, a ``return``) keeps some of it."""
     if carriers & (function.scope.globals | function.scope.nonlocals):
         return False
     own = {id(node) for node in nodes}
@@ -279,10 +287,9 @@ def _only_loaded(model: SemanticModel, function: Function, nodes: List[ast.AST],
     uses = [call] + [
         node for node in nodes
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in carriers
-        and _may_follow(model, function, node, call, loops)
+        and (node.id in fresh or _may_follow(model, function, node, call, loops))
     ]
-    holders = fresh | carriers
-    return all(_towards_loading(model, function, use, holders) for use in uses)
+    return all(_towards_loading(model, function, use, fresh) for use in uses)
 
 
 def _enclosing_loops(model: SemanticModel, function: Function, node: ast.AST) -> Set[int]:
@@ -296,11 +303,22 @@ def _enclosing_loops(model: SemanticModel, function: Function, node: ast.AST) ->
 
 
 def _may_follow(model: SemanticModel, function: Function, use: ast.AST, call: ast.Call, loops: Set[int]) -> bool:
-    """Whether a read may run after the load: it comes later in the function, or a loop holds both
-    (a name reused before the load, ``for m in self.modules()``, reads something else)."""
-    if (getattr(use, "lineno", 0), getattr(use, "col_offset", 0)) > (call.lineno, call.col_offset):
+    """Whether a read may run after the load: its statement does not end before the load's begins
+    (within one statement, evaluation order is not source order: a comprehension's element, an
+    ``if`` expression's test), or a loop holds both. A name reused before the load, ``for m in
+    self.modules()``, reads something else there."""
+    before, after = _statement_of(model, use), _statement_of(model, call)
+    if (before.end_lineno or before.lineno, before.end_col_offset or 0) >= (after.lineno, after.col_offset):
         return True
     return bool(loops & _enclosing_loops(model, function, use))
+
+
+def _statement_of(model: SemanticModel, node: ast.AST) -> ast.stmt:
+    while not isinstance(node, ast.stmt):
+        parent = model.parent(node)
+        assert parent is not None, "an expression is always inside a statement"
+        node = parent
+    return node
 
 
 def _towards_loading(model: SemanticModel, function: Function, use: ast.AST, fresh: Set[str]) -> bool:

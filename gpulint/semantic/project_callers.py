@@ -8,7 +8,9 @@ those calls; so does gpulint. The files looked through are the project's around 
 called only with gradients off when the files there call a function or method of its name at least
 once, and every such call, in any of them and in the module itself, runs with gradients off in its
 own file (:meth:`~gpulint.semantic.model.SemanticModel.gradients_off_at`), or right in the body of a
-function or method defined at the top of its module or of a class there that the project, in the
+function or method defined at the top of its module or of a class there, whose body runs inside
+each call of its name with that call's grad mode (:func:`_runs_as_called`: not async, a generator,
+decorated, a special method or ``forward``, nor switching gradients on), that the project, in the
 same sense, calls only with gradients off: ``Trainer.test`` calling ``self.model.test(...)``, itself
 called under ``torch.no_grad()`` by ``train.py``, up to :data:`MAX_CALLER_DEPTH` callers deep. A
 call in the body of a function whose answer is being sought counts as off (reached only through
@@ -37,13 +39,17 @@ from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 from gpulint.engine.consulted import code_listing, digest_of, digest_of_listing, record
 from gpulint.semantic.model import Function, SemanticModel
+from gpulint.semantic.survey import own_nodes
 from gpulint.semantic.project_modules import read_module
+from gpulint.semantic.torch_api import GRAD_ON, MODULE_CALL_METHOD, SET_GRAD_ENABLED
 
 MAX_ENTRIES = 2000
+"""The most folders and code files (Python modules and notebooks) looked through for a module's callers."""
 MAX_CALLER_DEPTH = 4
 """The most functions followed up a chain of callers (``sample`` called by ``Trainer.sample``,
 called by ...) before a call is left undecided."""
-"""The most folders and code files (Python modules and notebooks) looked through for a module's callers."""
+GRAD_SWITCHING_NAMES = frozenset(name.rsplit(".", 1)[1] for name in GRAD_ON | SET_GRAD_ENABLED)
+"""How code that may switch gradients back on spells it (``enable_grad``, ``set_grad_enabled``)."""
 
 Listing = Tuple[Tuple[Tuple[str, int], ...], Optional[Tuple[Path, ...]], Tuple[Tuple[Path, str], ...]]
 """A search folder's walk: each folder looked at with its modification time, the code files found
@@ -67,11 +73,18 @@ class _CallIndex:
 
 def called_only_without_grad(model: SemanticModel, path: str, function: Function) -> bool:
     """Whether the project calls ``function`` (a function or method of the module at ``path``,
-    defined at the top of the module or of a class there, that the module does not call by binding)
-    only with gradients off (see the module's docstring)."""
-    if function.calls or not _defined_at_the_top(model, function) or not os.path.isfile(path):
+    defined at the top of the module or of a class there, that the module does not call by binding
+    and that nothing calls without spelling its name) only with gradients off (see the module's
+    docstring)."""
+    if function.calls or _called_unseen(function.name) or not _defined_at_the_top(model, function) or not os.path.isfile(path):
         return False
     return model.derived(_ProjectCallers).decide(path, function.name)
+
+
+def _called_unseen(name: str) -> bool:
+    """Whether Python or torch calls a method of this name without spelling it: a special method
+    (``__call__``, ``__iter__``), or a module's ``forward`` that ``model(x)`` runs."""
+    return name == MODULE_CALL_METHOD or (name.startswith("__") and name.endswith("__"))
 
 
 def _defined_at_the_top(model: SemanticModel, function: Function) -> bool:
@@ -86,6 +99,7 @@ class _ProjectCallers:
         self.model = model
         self.own_index: Optional[_CallIndex] = None
         self.decided: Dict[Tuple[str, str], bool] = {}
+        self.followed: Dict[Tuple[str, FrozenSet[str]], Tuple[bool, bool]] = {}
 
     def decide(self, path: str, name: str) -> bool:
         key = (path, name)
@@ -99,7 +113,12 @@ class _ProjectCallers:
         callers that nothing starts does not count)."""
         if name in sought:
             return True, False
-        sought = sought | {name}
+        key = (name, sought)
+        if key not in self.followed:
+            self.followed[key] = self._follow(own, name, sought | {name})
+        return self.followed[key]
+
+    def _follow(self, own: Path, name: str, sought: FrozenSet[str]) -> Tuple[bool, bool]:
         files = _project_files(_search_root(own))
         if files is None:
             return False, False
@@ -117,13 +136,16 @@ class _ProjectCallers:
                 index = _file_index(file)
             if index is None or name in index.other_mentions:
                 return False, False
+            callers: Set[str] = set()
             for guarded, caller in index.calls.get(name, []):
                 found = True
                 if guarded:
                     started = True
-                    continue
-                if caller is None or len(sought) > MAX_CALLER_DEPTH:
+                elif caller is None or len(sought) > MAX_CALLER_DEPTH:
                     return False, False
+                else:
+                    callers.add(caller)
+            for caller in sorted(callers):
                 off, reached = self._calls(own, caller, sought)
                 if not off:
                     return False, False
@@ -236,7 +258,7 @@ def _caller_of(model: SemanticModel, call: ast.Call) -> Optional[str]:
     """The name of the function or method defined at the top of the module or of a class there whose
     body ``call`` is right in (not in a lambda or a function nested in it, which may run elsewhere)."""
     function = model.innermost_function(call)
-    if function is None or not _defined_at_the_top(model, function):
+    if function is None or not _defined_at_the_top(model, function) or not _runs_as_called(function):
         return None
     parent = model.parent(call)
     while parent is not None and parent is not function.node:
@@ -244,6 +266,20 @@ def _caller_of(model: SemanticModel, call: ast.Call) -> Optional[str]:
             return None
         parent = model.parent(parent)
     return function.name if parent is function.node else None
+
+
+def _runs_as_called(function: Function) -> bool:
+    """Whether the body of ``function`` runs inside each call of its name, with the call's grad mode:
+    a plain function, not one Python calls unseen (:func:`_called_unseen`), async (its body runs when
+    awaited), a generator (when iterated), decorated (by ``@torch.enable_grad()`` or a wrapper that
+    may be anything), nor one that may switch gradients on (:data:`GRAD_SWITCHING_NAMES`)."""
+    node = function.node
+    if not isinstance(node, ast.FunctionDef) or node.decorator_list or _called_unseen(function.name):
+        return False
+    for part in own_nodes(node.body):
+        if isinstance(part, (ast.Yield, ast.YieldFrom)) or _name_of(part) in GRAD_SWITCHING_NAMES:
+            return False
+    return True
 
 
 def _name_of(node: ast.AST) -> Optional[str]:

@@ -314,6 +314,9 @@ MODULE_ONLY_METHODS = frozenset({
 """Methods of ``nn.Module`` that tensors lack: a chain that calls one works on a module
 (``semantic.moved_at_once`` reads ``m.cuda().eval()`` as moving the module ``m``)."""
 
+MODULE_CALL_METHOD = "forward"
+"""The method ``nn.Module.__call__`` runs: ``model(x)`` calls it without spelling its name."""
+
 FORWARD_METHODS = frozenset({"forward", "inference", "infer", "encode", "decode"})
 """Methods that run a model's forward pass (``model.inference(x)`` in Tacotron-style models,
 ``model.encode(src)`` and ``model.decode(memory, tgt)`` in encoder-decoders)."""
