@@ -72,6 +72,10 @@ class ScopeFacts:
     read_as_numpy: Set[str] = field(default_factory=set)
     """Names the code turns into numpy arrays without detaching them (``out[0].cpu().numpy()``):
     their tensors need no gradient, or the call would raise."""
+    detached: Set[str] = field(default_factory=set)
+    """Names the code detaches somewhere (``out["boxes"].detach()``, ``out.data``): the code takes
+    them to carry a graph, so another part turned into numpy undetached (a detector's integer
+    ``labels``, which never require grad) shows nothing of the model."""
 
 
 class EvaluationFacts:
@@ -139,7 +143,7 @@ class EvaluationFacts:
         for facts in self.scopes:
             for call in [*facts.forward_calls, *(call for _, call in facts.open_calls)]:
                 place = self.model_place(call)
-                if place is not None and facts.outputs.get(id(call), set()) & facts.read_as_numpy:
+                if place is not None and facts.outputs.get(id(call), set()) & (facts.read_as_numpy - facts.detached):
                     self.frozen.add(place)
         for facts in self.scopes:
             resolved = [call for place, call in facts.open_calls if self._open_in_eval(facts, place, decided)]
@@ -233,6 +237,13 @@ class _Walk(GradientWalker):
         name = (ast_dotted_name(func) or "").split(".")[-1]
         return name.endswith(PIPELINE_SUFFIX) or bool(self.model.resolved_names(built.func) & PIPELINE_FACTORIES)
 
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr in DETACHING:
+            root = _chain_root(node.value)
+            if root is not None:
+                self.stack[-1].detached.add(root)
+        self.generic_visit(node)
+
     def visit_Call(self, node: ast.Call) -> None:
         facts = self.stack[-1]
         func = node.func
@@ -242,6 +253,10 @@ class _Walk(GradientWalker):
             undetached = _undetached_name(func.value)
             if undetached is not None:
                 facts.read_as_numpy.add(undetached)
+        if isinstance(func, ast.Attribute) and func.attr in DETACHING:
+            root = _chain_root(func.value)
+            if root is not None:
+                facts.detached.add(root)
         if isinstance(func, ast.Attribute):
             method = func.attr
             receiver = module_of(func.value, MODE_PRESERVING)
@@ -311,3 +326,15 @@ def _undetached_name(node: ast.expr) -> Optional[str]:
             node = node.value
         else:
             return None
+
+
+def _chain_root(node: ast.expr) -> Optional[str]:
+    """The name a chain of attributes, method calls and indexing starts from (``pred[0]["boxes"]``: ``pred``)."""
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
+        if isinstance(node, ast.Call):
+            if not isinstance(node.func, ast.Attribute):
+                return None
+            node = node.func.value
+        else:
+            node = node.value
+    return node.id if isinstance(node, ast.Name) else None
