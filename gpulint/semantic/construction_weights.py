@@ -20,10 +20,12 @@ The network loaded into must be one the function builds: the instance itself, or
 attribute every assignment of which in the function calls a constructor (not a parameter the
 caller fills, not a ``torch.optim`` optimizer or scheduler). The value a load gives is followed
 through the local names of the function it is bound to, and the fresh local values it is merged
-into (``model_dict.update(pretrained)`` after ``model_dict = net.state_dict()``, ``renamed[key] =
-weights[key]`` after ``renamed = {}``: a local bound only to a dict display or a constructor's
-call, whose every read, also before the load, is checked in turn; a read of any other name in a
-statement that ends before the load's, outside any loop around it, reads something else). It is no such case
+into (``model_dict.update(pretrained)`` after ``model_dict = net.state_dict()``, a local bound only
+to calls that build anew), or stores items into (``renamed[key] = weights[key]`` after ``renamed =
+{}``, ``dict()`` or ``OrderedDict()``, or in the load itself, ``state_dict[new] =
+state_dict.pop(old)``); the fresh values' every read, also before the load, is checked in turn,
+while a read of any other name in a statement that ends before the load's, outside any loop around
+it, reads something else. It is no such case
 when any of it is used otherwise — stored in an attribute, another item or a global, handed to another
 call, returned or yielded (``self.start_epoch = checkpoint["epoch"]`` shows a training resume) —
 nor when it restores an optimizer (a receiver or key that spells ``optim``): a resume, not an
@@ -34,11 +36,11 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Dict, Iterable, List, Optional, Set
+from typing import Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 from gpulint.semantic.model import Function, SemanticModel
 from gpulint.semantic.survey import ast_dotted_name, module_of, own_nodes
-from gpulint.semantic.torch_api import OPTIMIZER_NAMESPACE
+from gpulint.semantic.torch_api import DICT_CLASSES, OPTIMIZER_NAMESPACE
 
 WORD = re.compile(r"[a-z0-9]+")
 
@@ -81,14 +83,17 @@ def loaded_while_built(model: SemanticModel, call: ast.Call) -> bool:
         networks = constructed & _returned_names(nodes)
     else:
         return False
-    fresh = {name for name in built if "." not in name} | _literal_dicts(nodes, set(function.scope.parameters))
+    parameters = set(function.scope.parameters)
+    dicts = _new_dicts(model, nodes, parameters)
+    fresh = {name for name in built if "." not in name} | dicts
+    holders = dicts | _parts_of_load(nodes, call, parameters)
     carriers = _carriers(nodes, call, fresh)
     receivers = [
         node for node in nodes
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == LOADS_INTO
         and any(_carries(argument, call, carriers) for argument in _arguments(node))
     ]
-    if not receivers or not _only_loaded(model, function, nodes, call, carriers, fresh):
+    if not receivers or not _only_loaded(model, function, nodes, call, carriers, fresh, holders):
         return False
     return all(_loads_into(node) in networks and not _restores_training_state(node) for node in receivers)
 
@@ -206,29 +211,91 @@ def _carries(expression: ast.AST, call: ast.Call, carriers: Set[str]) -> bool:
     )
 
 
-def _literal_dicts(nodes: List[ast.AST], parameters: Set[str]) -> Set[str]:
-    """The local names, not parameters, every binding of which among ``nodes`` (one at least) is a
-    dict display assigned to that name alone (``renamed = {}``): fresh local values, as a
-    constructor's are."""
-    literal: Dict[str, bool] = {}
+def _single_bindings(nodes: List[ast.AST], parameters: Set[str]) -> Dict[str, List[ast.expr]]:
+    """The local names, not parameters, every binding of which among ``nodes`` (one at least) is an
+    assignment to that name alone, each with the values assigned."""
+    values: Dict[str, List[ast.expr]] = {}
     assigned: Set[int] = set()
     for node in nodes:
-        if isinstance(node, ast.Assign):
-            for target in node.targets:
-                if isinstance(target, ast.Name):
-                    assigned.add(id(target))
-                    alone = len(node.targets) == 1 and isinstance(node.value, ast.Dict)
-                    literal[target.id] = literal.get(target.id, True) and alone
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            assigned.add(id(node.targets[0]))
+            values.setdefault(node.targets[0].id, []).append(node.value)
     for node in nodes:
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and id(node) not in assigned:
-            literal[node.id] = False
-    return {name for name, is_literal in literal.items() if is_literal and name not in parameters}
+            values.pop(node.id, None)
+            parameters = parameters | {node.id}
+    return {name: assigned_values for name, assigned_values in values.items() if name not in parameters}
 
 
-def _stored_in_fresh(target: ast.expr, fresh: Set[str]) -> bool:
-    """``renamed[key[7:]]`` of ``renamed[key[7:]] = weights[key]``: an item of a fresh local value
-    (whose own uses are checked, as it then carries the load)."""
-    return isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and target.value.id in fresh
+def _new_dicts(model: SemanticModel, nodes: List[ast.AST], parameters: Set[str]) -> Set[str]:
+    """The local names bound only to new dicts (``renamed = {}``, ``OrderedDict()``, ``dict()``):
+    fresh local values, which nothing else holds when they are made."""
+    return {
+        name for name, values in _single_bindings(nodes, parameters).items()
+        if all(isinstance(value, ast.Dict) or _makes_a_dict(model, value) for value in values)
+    }
+
+
+def _makes_a_dict(model: SemanticModel, value: ast.expr) -> bool:
+    return isinstance(value, ast.Call) and not value.args and not value.keywords and (
+        model.is_builtin(value.func, ("dict",)) or bool(model.resolved_names(value.func) & DICT_CLASSES)
+    )
+
+
+def _parts_of_load(nodes: List[ast.AST], call: ast.Call, parameters: Set[str]) -> Set[str]:
+    """The local names bound only to the load or items of it (``state_dict = checkpoint["model"]``):
+    what the load gave, which nothing else holds."""
+    bindings = _single_bindings(nodes, parameters)
+    parts: Set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, values in bindings.items():
+            if name not in parts and all(_item_of(value, call, parts) for value in values):
+                parts.add(name)
+                changed = True
+    return parts
+
+
+def _item_of(value: ast.expr, call: ast.Call, parts: Set[str]) -> bool:
+    while isinstance(value, ast.Subscript):
+        value = value.value
+    return value is call or (isinstance(value, ast.Name) and value.id in parts)
+
+
+def _aliases(nodes: List[ast.AST], names: Set[str]) -> Set[str]:
+    """The names bound, directly or through one another, from an expression that reads one of
+    ``names`` (``alias = kept``, ``for part in kept.values()``): they may hold the same objects."""
+    found = set(names)
+    changed = True
+    while changed:
+        changed = False
+        for value, target in _bound_from(nodes):
+            if any(isinstance(part, ast.Name) and part.id in found for part in ast.walk(value)):
+                for part in ast.walk(target):
+                    if isinstance(part, ast.Name) and part.id not in found:
+                        found.add(part.id)
+                        changed = True
+    return found - names
+
+
+def _bound_from(nodes: List[ast.AST]) -> Iterator[Tuple[ast.expr, ast.expr]]:
+    """Each binding among ``nodes`` as (what it binds from, its target)."""
+    for node in nodes:
+        if isinstance(node, ast.Assign):
+            yield from ((node.value, target) for target in node.targets)
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr)) and node.value is not None:
+            yield node.value, node.target
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            yield node.iter, node.target
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            yield from ((item.context_expr, item.optional_vars) for item in node.items if item.optional_vars is not None)
+
+
+def _stored_in(target: ast.expr, holders: Set[str]) -> bool:
+    """``renamed[key[7:]]`` of ``renamed[key[7:]] = weights[key]``: an item of a new local dict or of
+    a part of the load (whose own uses are checked, as it then carries the load)."""
+    return isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and target.value.id in holders
 
 
 def _merged_into(node: ast.AST, fresh: Set[str]) -> Optional[str]:
@@ -269,12 +336,17 @@ def _carriers(nodes: Iterable[ast.AST], call: ast.Call, fresh: Set[str]) -> Set[
     return carriers
 
 
-def _only_loaded(model: SemanticModel, function: Function, nodes: List[ast.AST], call: ast.Call, carriers: Set[str], fresh: Set[str]) -> bool:
+def _only_loaded(
+    model: SemanticModel, function: Function, nodes: List[ast.AST], call: ast.Call, carriers: Set[str], fresh: Set[str], holders: Set[str],
+) -> bool:
     """Whether every use of the load, and of the names bound to it, goes towards ``load_state_dict``:
     an argument of it, the value of an assignment to local names, the iterable of a loop, the
-    context of a ``with``, the test of an ``if`` or ``assert``, an argument of a method merging it into a fresh
-    local value, or an item of one. Anything else (an attribute, an item of another value, a global,
-    another call, a ``return``) keeps some of it."""
+    context of a ``with``, the test of an ``if`` or ``assert``, an argument of a method merging it
+    into a fresh local value, or an item of a new local dict or of a part of the load (``holders``).
+    Anything else (an attribute, an item of another value, a global, another call, a ``return``)
+    keeps some of it. A read in a statement that ends before the load's, outside any loop around
+    it, reads another value of its name (``for m in self.modules()``), unless the name is a fresh
+    local value or may hold one (``alias = kept``), which exists before the load does."""
     if carriers & (function.scope.globals | function.scope.nonlocals):
         return False
     own = {id(node) for node in nodes}
@@ -284,12 +356,13 @@ def _only_loaded(model: SemanticModel, function: Function, nodes: List[ast.AST],
     ):
         return False  # read by a nested function or lambda, which may keep it
     loops = _enclosing_loops(model, function, call)
+    existing = fresh | _aliases(nodes, fresh)
     uses = [call] + [
         node for node in nodes
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in carriers
-        and (node.id in fresh or _may_follow(model, function, node, call, loops))
+        and (node.id in existing or _may_follow(model, function, node, call, loops))
     ]
-    return all(_towards_loading(model, function, use, fresh) for use in uses)
+    return all(_towards_loading(model, function, use, fresh, holders) for use in uses)
 
 
 def _enclosing_loops(model: SemanticModel, function: Function, node: ast.AST) -> Set[int]:
@@ -321,7 +394,7 @@ def _statement_of(model: SemanticModel, node: ast.AST) -> ast.stmt:
     return node
 
 
-def _towards_loading(model: SemanticModel, function: Function, use: ast.AST, fresh: Set[str]) -> bool:
+def _towards_loading(model: SemanticModel, function: Function, use: ast.AST, fresh: Set[str], holders: Set[str]) -> bool:
     child: ast.AST = use
     parent = model.parent(use)
     while parent is not None and parent is not function.node:
@@ -329,14 +402,19 @@ def _towards_loading(model: SemanticModel, function: Function, use: ast.AST, fre
             return isinstance(model.parent(parent), ast.Expr)  # ``own.update(pretrained)``
         if isinstance(parent, ast.Call) and child is not parent.func:
             return isinstance(parent.func, ast.Attribute) and (parent.func.attr == LOADS_INTO or _merged_into(parent, fresh) is not None) or (
-                _only_transforms(parent, function.receiver) and _towards_loading(model, function, parent, fresh)
+                _only_transforms(parent, function.receiver) and _towards_loading(model, function, parent, fresh, holders)
             )
-        if isinstance(parent, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        if isinstance(parent, ast.AugAssign):
+            target = parent.target
+            return child is parent.value and (
+                _stored_in(target, holders) or isinstance(target, ast.Name) and target.id in holders
+            )
+        if isinstance(parent, (ast.Assign, ast.AnnAssign)):
             targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
             if child is not parent.value:
-                return any(child is target and _stored_in_fresh(target, fresh) for target in targets)
+                return any(child is target and _stored_in(target, holders) for target in targets)
             return all(
-                _stored_in_fresh(target, fresh)
+                _stored_in(target, holders)
                 or all(isinstance(part, (ast.Name, ast.Tuple, ast.List, ast.Store)) for part in ast.walk(target))
                 for target in targets
             )

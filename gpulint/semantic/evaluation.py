@@ -19,9 +19,9 @@ from functools import cached_property
 from typing import Dict, FrozenSet, List, Optional, Set, Tuple, Union
 
 from gpulint.semantic.model import Function, GradientWalker, Place, SemanticModel
-from gpulint.semantic.survey import ast_dotted_name, forward_model, is_false_constant, module_of
+from gpulint.semantic.survey import ast_dotted_name, forward_model, is_false_constant, module_of, own_nodes
 from gpulint.semantic.frozen import frozen_models
-from gpulint.semantic.torch_api import FORWARD_METHODS, MODULE_API, MODULE_RETURNING_METHODS
+from gpulint.semantic.torch_api import FORWARD_METHODS, HISTORY_FREE_METHODS, MODULE_API, MODULE_RETURNING_METHODS
 
 MODE_PRESERVING = MODULE_RETURNING_METHODS - {"train"}
 """Methods that return the module they are called on and keep its mode: ``model.float().eval()`` puts
@@ -73,9 +73,10 @@ class ScopeFacts:
     """Names the code turns into numpy arrays without detaching them (``out[0].cpu().numpy()``):
     their tensors need no gradient, or the call would raise."""
     detached: Set[str] = field(default_factory=set)
-    """Names the code detaches somewhere (``out["boxes"].detach()``, ``out.data``): the code takes
-    them to carry a graph, so another part turned into numpy undetached (a detector's integer
-    ``labels``, which never require grad) shows nothing of the model."""
+    """Names the code detaches somewhere (``out["boxes"].detach()``, ``out.data``): where the name
+    holds one value only, the code takes it to carry a graph, so another part turned into numpy
+    undetached (a detector's integer ``labels``, which never require grad) shows nothing of the
+    model."""
 
 
 class EvaluationFacts:
@@ -90,7 +91,8 @@ class EvaluationFacts:
         """Models that build no graph of their own: frozen models (:mod:`gpulint.semantic.frozen`),
         instances of a class whose ``forward`` runs without gradients, and models whose outputs
         the code turns into numpy arrays without detaching them (which raises on a tensor that
-        requires grad: the model's weights need none)."""
+        requires grad: the model's weights need none), unless it detaches them elsewhere
+        (:attr:`ScopeFacts.detached`)."""
         self.class_modes: Dict[Place, List[bool]] = {}
         """``self.<attr>`` of a class -> each mode its methods put it in."""
         _Walk(self).run()
@@ -143,7 +145,7 @@ class EvaluationFacts:
         for facts in self.scopes:
             for call in [*facts.forward_calls, *(call for _, call in facts.open_calls)]:
                 place = self.model_place(call)
-                if place is not None and facts.outputs.get(id(call), set()) & (facts.read_as_numpy - facts.detached):
+                if place is not None and facts.outputs.get(id(call), set()) & (facts.read_as_numpy - _detached_once_bound(facts)):
                     self.frozen.add(place)
         for facts in self.scopes:
             resolved = [call for place, call in facts.open_calls if self._open_in_eval(facts, place, decided)]
@@ -253,10 +255,6 @@ class _Walk(GradientWalker):
             undetached = _undetached_name(func.value)
             if undetached is not None:
                 facts.read_as_numpy.add(undetached)
-        if isinstance(func, ast.Attribute) and func.attr in DETACHING:
-            root = _chain_root(func.value)
-            if root is not None:
-                facts.detached.add(root)
         if isinstance(func, ast.Attribute):
             method = func.attr
             receiver = module_of(func.value, MODE_PRESERVING)
@@ -310,12 +308,14 @@ class _Walk(GradientWalker):
 
 def _undetached_name(node: ast.expr) -> Optional[str]:
     """The name a chain of tensor methods, attributes and indexing starts from
-    (``out[1][0].sigmoid().cpu()``: ``out``); None if the chain detaches (``.detach()``, ``.data``)."""
+    (``out[1][0].sigmoid().cpu()``: ``out``); None if the chain detaches (``.detach()``, ``.data``)
+    or computes something that never carries history (``out.argmax(1)``: indices, which never
+    require grad, show nothing of the model)."""
     while True:
         if isinstance(node, ast.Name):
             return node.id
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            if node.func.attr in DETACHING:
+            if node.func.attr in DETACHING or node.func.attr in HISTORY_FREE_METHODS:
                 return None
             node = node.func.value
         elif isinstance(node, ast.Attribute):
@@ -338,3 +338,14 @@ def _chain_root(node: ast.expr) -> Optional[str]:
         else:
             node = node.value
     return node.id if isinstance(node, ast.Name) else None
+
+
+def _detached_once_bound(facts: ScopeFacts) -> Set[str]:
+    """The names of :attr:`ScopeFacts.detached` that the code binds once (a name reused for another
+    value may be detached as that one)."""
+    body = facts.node.body
+    bound: Dict[str, int] = {}
+    for node in own_nodes(body):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            bound[node.id] = bound.get(node.id, 0) + 1
+    return {name for name in facts.detached if bound.get(name, 0) <= 1}

@@ -10,13 +10,14 @@ once, and every such call, in any of them and in the module itself, runs with gr
 own file (:meth:`~gpulint.semantic.model.SemanticModel.gradients_off_at`), or right in the body of a
 function or method defined at the top of its module or of a class there, whose body runs inside
 each call of its name with that call's grad mode (:func:`_runs_as_called`: not async, a generator,
-decorated, a special method or ``forward``, nor switching gradients on), that the project, in the
-same sense, calls only with gradients off: ``Trainer.test`` calling ``self.model.test(...)``, itself
+decorated, a special method or ``forward``, a method a framework's base class may call itself, nor
+switching gradients on; the call not in a lambda or generator expression), that the project, in
+the same sense, calls only with gradients off: ``Trainer.test`` calling ``self.model.test(...)``, itself
 called under ``torch.no_grad()`` by ``train.py``, up to :data:`MAX_CALLER_DEPTH` callers deep. A
 call in the body of a function whose answer is being sought counts as off (reached only through
 calls of that name, it follows one that runs with gradients off, and they stay off down the
 calls), but at least one call along the way must run with them off itself: a chain of callers
-that nothing starts is no evidence. Any other mention of the
+that nothing starts is no evidence. The function itself must run as called too. Any other mention of the
 name (``fn = trainer.sample``, a callback), a notebook that spells it, a file that spells it but
 cannot be read, parsed or analysed, a folder that cannot be listed, or a project too large to look
 through leaves it undecided: not so (and a result cached for the module stands while the module
@@ -41,7 +42,7 @@ from gpulint.engine.consulted import code_listing, digest_of, digest_of_listing,
 from gpulint.semantic.model import Function, SemanticModel
 from gpulint.semantic.survey import own_nodes
 from gpulint.semantic.project_modules import read_module
-from gpulint.semantic.torch_api import GRAD_ON, MODULE_CALL_METHOD, SET_GRAD_ENABLED
+from gpulint.semantic.torch_api import GRAD_ON, MODULE_CALL_METHOD, SET_GRAD_ENABLED, is_module_constructor
 
 MAX_ENTRIES = 2000
 """The most folders and code files (Python modules and notebooks) looked through for a module's callers."""
@@ -76,7 +77,9 @@ def called_only_without_grad(model: SemanticModel, path: str, function: Function
     defined at the top of the module or of a class there, that the module does not call by binding
     and that nothing calls without spelling its name) only with gradients off (see the module's
     docstring)."""
-    if function.calls or _called_unseen(function.name) or not _defined_at_the_top(model, function) or not os.path.isfile(path):
+    if function.calls or not _defined_at_the_top(model, function) or not _runs_as_called(model, function):
+        return False
+    if not os.path.isfile(path):
         return False
     return model.derived(_ProjectCallers).decide(path, function.name)
 
@@ -258,28 +261,58 @@ def _caller_of(model: SemanticModel, call: ast.Call) -> Optional[str]:
     """The name of the function or method defined at the top of the module or of a class there whose
     body ``call`` is right in (not in a lambda or a function nested in it, which may run elsewhere)."""
     function = model.innermost_function(call)
-    if function is None or not _defined_at_the_top(model, function) or not _runs_as_called(function):
+    if function is None or not _defined_at_the_top(model, function) or not _runs_as_called(model, function):
         return None
     parent = model.parent(call)
     while parent is not None and parent is not function.node:
-        if isinstance(parent, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        if isinstance(parent, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.GeneratorExp)):
             return None
         parent = model.parent(parent)
     return function.name if parent is function.node else None
 
 
-def _runs_as_called(function: Function) -> bool:
+def _runs_as_called(model: SemanticModel, function: Function) -> bool:
     """Whether the body of ``function`` runs inside each call of its name, with the call's grad mode:
-    a plain function, not one Python calls unseen (:func:`_called_unseen`), async (its body runs when
-    awaited), a generator (when iterated), decorated (by ``@torch.enable_grad()`` or a wrapper that
-    may be anything), nor one that may switch gradients on (:data:`GRAD_SWITCHING_NAMES`)."""
+    a plain function, not one Python, torch or a framework may call unseen (:func:`_called_unseen`,
+    a method of a class built on a base from outside torch's modules: a Lightning module's
+    ``training_step``), async (its body runs when awaited), a generator (when iterated), decorated
+    (by ``@torch.enable_grad()`` or a wrapper that may be anything), nor one that may switch
+    gradients on (a name that resolves to, or is spelt as, :data:`GRAD_ON` or
+    :data:`SET_GRAD_ENABLED`, or a private setter of torch)."""
     node = function.node
     if not isinstance(node, ast.FunctionDef) or node.decorator_list or _called_unseen(function.name):
         return False
+    if function.owner is not None and _framework_may_call(model, function.owner.node, frozenset()):
+        return False
     for part in own_nodes(node.body):
-        if isinstance(part, (ast.Yield, ast.YieldFrom)) or _name_of(part) in GRAD_SWITCHING_NAMES:
+        if isinstance(part, (ast.Yield, ast.YieldFrom)):
+            return False
+        if isinstance(part, (ast.Name, ast.Attribute)) and _may_switch_grad_on(model, part):
             return False
     return True
+
+
+def _framework_may_call(model: SemanticModel, cls: ast.ClassDef, seen: FrozenSet[int]) -> bool:
+    """Whether a base of ``cls`` (through the module's own classes) comes from outside torch's
+    modules, so that code of that base may call the class's methods by themselves."""
+    for base in cls.bases:
+        own = model.defined_class(base)
+        if own is not None:
+            if id(own) not in seen and _framework_may_call(model, own, seen | {id(cls)}):
+                return True
+            continue
+        if isinstance(base, ast.Name) and base.id == "object":
+            continue
+        if not any(is_module_constructor(name) for name in model.qualified_names(base)):
+            return True
+    return False
+
+
+def _may_switch_grad_on(model: SemanticModel, node: ast.AST) -> bool:
+    spelt = _name_of(node)
+    if spelt in GRAD_SWITCHING_NAMES or (spelt or "").lstrip("_") in GRAD_SWITCHING_NAMES:
+        return True
+    return bool(model.resolved_names(node) & (GRAD_ON | SET_GRAD_ENABLED))
 
 
 def _name_of(node: ast.AST) -> Optional[str]:

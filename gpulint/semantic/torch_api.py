@@ -314,6 +314,10 @@ MODULE_ONLY_METHODS = frozenset({
 """Methods of ``nn.Module`` that tensors lack: a chain that calls one works on a module
 (``semantic.moved_at_once`` reads ``m.cuda().eval()`` as moving the module ``m``)."""
 
+DICT_CLASSES = frozenset({"collections.OrderedDict", "collections.defaultdict", "typing.OrderedDict"})
+"""Classes of the standard library whose call with no arguments makes a new, empty dict (a state
+dict's type: ``OrderedDict()``)."""
+
 MODULE_CALL_METHOD = "forward"
 """The method ``nn.Module.__call__`` runs: ``model(x)`` calls it without spelling its name."""
 
