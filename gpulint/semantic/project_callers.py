@@ -10,7 +10,7 @@ once, and every such call, in any of them and in the module itself, runs with gr
 own file (:meth:`~gpulint.semantic.model.SemanticModel.gradients_off_at`), or right in the body of a
 function or method defined at the top of its module or of a class there, whose body runs inside
 each call of its name with that call's grad mode (:func:`_runs_as_called`: not async, a generator,
-decorated, a special method or ``forward``, a method a framework's base class may call itself, nor
+decorated, a special method or ``forward``, a method a framework's base class calls itself, nor
 switching gradients on; the call not in a lambda or generator expression), that the project, in
 the same sense, calls only with gradients off: ``Trainer.test`` calling ``self.model.test(...)``, itself
 called under ``torch.no_grad()`` by ``train.py``, up to :data:`MAX_CALLER_DEPTH` callers deep. A
@@ -39,10 +39,10 @@ from pathlib import Path
 from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 from gpulint.engine.consulted import code_listing, digest_of, digest_of_listing, record
-from gpulint.semantic.model import Function, SemanticModel
+from gpulint.semantic.model import MODEL_BASES, Function, SemanticModel
 from gpulint.semantic.survey import own_nodes
 from gpulint.semantic.project_modules import read_module
-from gpulint.semantic.torch_api import GRAD_ON, MODULE_CALL_METHOD, SET_GRAD_ENABLED, is_module_constructor
+from gpulint.semantic.torch_api import GRAD_ON, MODULE_CALL_METHOD, SET_GRAD_ENABLED
 
 MAX_ENTRIES = 2000
 """The most folders and code files (Python modules and notebooks) looked through for a module's callers."""
@@ -274,8 +274,7 @@ def _caller_of(model: SemanticModel, call: ast.Call) -> Optional[str]:
 def _runs_as_called(model: SemanticModel, function: Function) -> bool:
     """Whether the body of ``function`` runs inside each call of its name, with the call's grad mode:
     a plain function, not one Python, torch or a framework may call unseen (:func:`_called_unseen`,
-    a method of a class built on a base from outside torch's modules: a Lightning module's
-    ``training_step``), async (its body runs when awaited), a generator (when iterated), decorated
+    a method of a class built on a Lightning module, whose ``training_step`` Lightning calls), async (its body runs when awaited), a generator (when iterated), decorated
     (by ``@torch.enable_grad()`` or a wrapper that may be anything), nor one that may switch
     gradients on (a name that resolves to, or is spelt as, :data:`GRAD_ON` or
     :data:`SET_GRAD_ENABLED`, or a private setter of torch)."""
@@ -293,17 +292,14 @@ def _runs_as_called(model: SemanticModel, function: Function) -> bool:
 
 
 def _framework_may_call(model: SemanticModel, cls: ast.ClassDef, seen: FrozenSet[int]) -> bool:
-    """Whether a base of ``cls`` (through the module's own classes) comes from outside torch's
-    modules, so that code of that base may call the class's methods by themselves."""
+    """Whether a base of ``cls`` (through the module's own classes) is a framework's class that calls
+    its subclasses' methods itself (a Lightning module: ``training_step``, ``on_*`` hooks)."""
     for base in cls.bases:
         own = model.defined_class(base)
         if own is not None:
             if id(own) not in seen and _framework_may_call(model, own, seen | {id(cls)}):
                 return True
-            continue
-        if isinstance(base, ast.Name) and base.id == "object":
-            continue
-        if not any(is_module_constructor(name) for name in model.qualified_names(base)):
+        elif model.qualified_names(base) & MODEL_BASES:
             return True
     return False
 
