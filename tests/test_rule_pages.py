@@ -84,6 +84,8 @@ HOLDOUT_SETS = {
     "An eighteenth held-out set": ("wild-holdout-18-first.json", "wild-holdout-18.json"),
     "A nineteenth held-out set": ("wild-holdout-19-first.json", "wild-holdout-19.json"),
     "A twentieth held-out set": ("wild-holdout-20-first.json", "wild-holdout-20.json"),
+    "A twenty-first held-out set": ("wild-holdout-21-first.json", "wild-holdout-21.json"),
+    "A twenty-second held-out set": ("wild-holdout-22-first.json", "wild-holdout-22.json"),
 }
 HOLDOUT_FIGURES = r"the first measurement gave (?P<first>[^;]*); now (?P<now>[^.]*(?:\.\d+[^.]*)*)\."
 
