@@ -143,9 +143,15 @@ class EvaluationFacts:
                         decided[(function, index)] = True
                         changed = True
         for facts in self.scopes:
+            evidence: Optional[Set[str]] = None
             for call in [*facts.forward_calls, *(call for _, call in facts.open_calls)]:
                 place = self.model_place(call)
-                if place is not None and facts.outputs.get(id(call), set()) & (facts.read_as_numpy - _detached_once_bound(facts)):
+                read = facts.outputs.get(id(call), set()) & facts.read_as_numpy
+                if place is None or not read:
+                    continue
+                if evidence is None:
+                    evidence = facts.read_as_numpy - _detached_once_bound(facts)
+                if read & evidence:
                     self.frozen.add(place)
         for facts in self.scopes:
             resolved = [call for place, call in facts.open_calls if self._open_in_eval(facts, place, decided)]

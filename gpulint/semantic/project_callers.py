@@ -126,7 +126,7 @@ class _ProjectCallers:
         if files is None:
             return False, False
         started = found = False
-        for file in files:
+        for file in sorted(files, key=lambda file: not (file == own or _indexed(file))):
             if file == own:
                 if self.own_index is None:
                     self.own_index = _index_of(self.model)
@@ -221,6 +221,17 @@ def _spells(file: Path, name: str) -> bool:
         return True
     record(file, digest_of(data))
     return name.encode("utf-8") in data
+
+
+def _indexed(file: Path) -> bool:
+    """Whether the file's :class:`_CallIndex` is at hand: files already read come first, so that a
+    caller that cannot be decided (``main()`` run at the bottom of its script) is found out
+    without reading the rest of the project."""
+    try:
+        status = file.stat()
+    except OSError:
+        return False
+    return (str(file), status.st_mtime_ns, status.st_size) in _indexes
 
 
 def _file_index(file: Path) -> Optional[_CallIndex]:
