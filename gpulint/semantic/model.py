@@ -103,12 +103,17 @@ THREAD_WORDS = ("thread", "concurrent", "executor", "flask", "fastapi", "uvicorn
 """Words of a module that may run code in other threads, where a grad-mode switch made in one does
 not hold (``threading``, ``concurrent.futures``, web servers and demo frameworks)."""
 
-MODEL_BASES = frozenset({
-    "pytorch_lightning.LightningModule", "pytorch_lightning.core.LightningModule",
-    "lightning.LightningModule", "lightning.pytorch.LightningModule",
-})
-"""Lightning's model base class, under the names it is imported by (``torch.nn`` classes are
-:func:`torch_api.is_module_constructor`'s)."""
+LIGHTNING_PACKAGES = frozenset({"pytorch_lightning", "lightning"})
+LIGHTNING_MODULE = "LightningModule"
+
+
+def is_lightning_module(qualified: str) -> bool:
+    """Whether ``qualified`` names Lightning's model base class, under any path it is imported by
+    (``pytorch_lightning.LightningModule``, ``pytorch_lightning.core.lightning.LightningModule``,
+    ``lightning.pytorch.core.LightningModule``); ``torch.nn`` classes are
+    :func:`torch_api.is_module_constructor`'s."""
+    parts = qualified.split(".")
+    return len(parts) > 1 and parts[0] in LIGHTNING_PACKAGES and parts[-1] == LIGHTNING_MODULE
 
 
 OTHER_BINDINGS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.alias, ast.ExceptHandler, ast.MatchAs,
@@ -248,7 +253,7 @@ class SemanticModel(Survey):
             for cls in classes:
                 if cls.node not in found and any(
                     self.defined_class(base) in found
-                    or any(torch_api.is_module_constructor(q) or q in MODEL_BASES for q in self.qualified_names(base))
+                    or any(torch_api.is_module_constructor(q) or is_lightning_module(q) for q in self.qualified_names(base))
                     for base in cls.node.bases
                 ):
                     found.add(cls.node)

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 from gpulint.engine.consulted import code_listing, digest_of, digest_of_listing, record
-from gpulint.semantic.model import MODEL_BASES, Function, SemanticModel
+from gpulint.semantic.model import Function, SemanticModel, is_lightning_module
 from gpulint.semantic.survey import own_nodes
 from gpulint.semantic.project_modules import read_module
 from gpulint.semantic.torch_api import GRAD_ON, MODULE_CALL_METHOD, SET_GRAD_ENABLED
@@ -310,7 +310,7 @@ def _framework_may_call(model: SemanticModel, cls: ast.ClassDef, seen: FrozenSet
         if own is not None:
             if id(own) not in seen and _framework_may_call(model, own, seen | {id(cls)}):
                 return True
-        elif model.qualified_names(base) & MODEL_BASES:
+        elif any(is_lightning_module(name) for name in model.qualified_names(base)):
             return True
     return False
 
