@@ -314,25 +314,16 @@ def _carriers(nodes: Iterable[ast.AST], call: ast.Call, fresh: Set[str]) -> Set[
     changed = True
     while changed:
         changed = False
-        for node in nodes:
-            targets: Iterable[ast.AST] = ()
-            if isinstance(node, ast.Assign) and _carries(node.value, call, carriers):
-                targets = node.targets
-            elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.NamedExpr)) and node.value is not None and _carries(node.value, call, carriers):
-                targets = [node.target]
-            elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)) and _carries(node.iter, call, carriers):
-                targets = [node.target]
-            elif isinstance(node, (ast.With, ast.AsyncWith)):
-                targets = [item.optional_vars for item in node.items if item.optional_vars is not None and _carries(item.context_expr, call, carriers)]
-            elif isinstance(node, ast.Call) and _merged_into(node, fresh) is not None and any(
-                _carries(argument, call, carriers) for argument in _arguments(node)
-            ):
-                targets = [node.func]
-            for target in targets:
-                for name in ast.walk(target):
-                    if isinstance(name, ast.Name) and name.id not in carriers:
-                        carriers.add(name.id)
-                        changed = True
+        targets = [target for value, target in _bound_from(nodes) if _carries(value, call, carriers)] + [
+            node.func for node in nodes
+            if isinstance(node, ast.Call) and _merged_into(node, fresh) is not None
+            and any(_carries(argument, call, carriers) for argument in _arguments(node))
+        ]
+        for target in targets:
+            for name in ast.walk(target):
+                if isinstance(name, ast.Name) and name.id not in carriers:
+                    carriers.add(name.id)
+                    changed = True
     return carriers
 
 
