@@ -288,6 +288,18 @@ class TensorLikeness:
             return self.holds_device_memory(func.value, holding)
         return self.is_module(func) or (dotted_name(func) or "").split(".")[-1].lower().endswith(CRITERION_SUFFIXES)
 
+    def acquires_memory(self, node: cst.CSTNode) -> bool:
+        """Whether ``node`` loads, allocates or builds something anywhere in it — a load, a torch
+        function given a ``device``, a module or other object constructed — rather than only
+        computing from values (a forward call, arithmetic, indexing)."""
+        for call in (child for child in subexpressions(node) if isinstance(child, cst.Call)):
+            qualified = self.qualified_names(call.func)
+            if (qualified and qualified <= LOADERS) or self._builds_module(call):
+                return True
+            if _keyword(call, "device") is not None and any(is_torch_tensor_function(q) for q in qualified):
+                return True
+        return False
+
     def _builds_module(self, node: cst.CSTNode) -> bool:
         """A module constructed here (``Net(config)``, ``nn.Linear(...)``, ``Net().half()``)."""
         while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in (

@@ -11,6 +11,7 @@ from gpulint.edits import statements
 from gpulint.edits.statements import MODULE_LEVEL_DELETION, NO_STATEMENT_BOUNDARY, NOT_DELETABLE
 from gpulint.analysis import scope
 from gpulint.analysis.scope import ScopeAnalysis
+from gpulint.analysis.tensors import subexpressions
 from gpulint.analysis.cfg import Step
 from gpulint.engine.diagnostics import Applicability, FixOutcome, NoFix
 from gpulint.engine.rule import FixAvailability, Rule
@@ -49,16 +50,17 @@ class EmptyCacheWithLiveReferences(Rule):
         if dead:
             self.report(node, self.message.format(names=_quoted(dead)), self._fix(analysis, step, statement, dead))
 
-    @staticmethod
-    def _dead_tensor_names(analysis: ScopeAnalysis, step: Step) -> List[str]:
+    def _dead_tensor_names(self, analysis: ScopeAnalysis, step: Step) -> List[str]:
         """Names holding device memory worth releasing (forward outputs and values computed from
         them, losses, checkpoints loaded to the device, modules built on it, weights — not token
-        ids, masks or inputs) that nothing reads after ``step``, and that ``del`` would free: not
-        parameters, not stored on an object or in a container, not held by a container that
-        stays alive (``kwargs = dict(input_ids=ids)``)."""
+        ids, masks or inputs, nor one pass's outputs of a loop run without a graph:
+        :meth:`_one_pass_without_graph`) that nothing reads after ``step``, and that ``del`` would
+        free: not parameters, not stored on an object or in a container, not held by a container
+        that stays alive (``kwargs = dict(input_ids=ids)``)."""
         substantial, replaced = set(analysis.device_memory_names()), analysis.replaced_weights()
         holding_memory = analysis.holding_before(
             step, lambda name, value: analysis.tensors.holds_device_memory(value, substantial, replaced)
+            and not self._one_pass_without_graph(analysis, name, value)
         )
         live = analysis.live_before(step)
         excluded = live | analysis.escaping | set(analysis.parameters) | analysis.stored_elsewhere()
@@ -70,6 +72,35 @@ class EmptyCacheWithLiveReferences(Rule):
                 break
             dead -= still_held
         return analysis.in_binding_order(dead & holding_memory)
+
+    def _one_pass_without_graph(self, analysis: ScopeAnalysis, name: str, value: cst.BaseExpression) -> bool:
+        """Whether ``name = value`` binds, in a loop of the scope and with gradients off there, a
+        value computed from others (a forward output, arithmetic on one) that loads, allocates or
+        builds nothing (:meth:`~gpulint.analysis.tensors.TensorLikeness.acquires_memory`) and does
+        not read ``name`` itself (no accumulation across passes): each pass replaces the last, so
+        what stays bound is one pass's outputs, with no graph behind them — a batch's logits or
+        restored image, small next to what the loop ran through."""
+        statement = self.get_metadata(ParentNodeProvider, value, None)
+        model = self.context.model
+        if model is None or not isinstance(statement, (cst.Assign, cst.AnnAssign, cst.NamedExpr)):
+            return False
+        if analysis.tensors.acquires_memory(value) or any(
+            isinstance(child, cst.Name) and child.value == name for child in subexpressions(value)
+        ):
+            return False
+        if not self._in_a_loop(analysis, statement):
+            return False
+        position = self.get_metadata(PositionProvider, statement, None)
+        return position is not None and model.gradients_off_at(position.start.line, position.start.column)
+
+    def _in_a_loop(self, analysis: ScopeAnalysis, node: cst.CSTNode) -> bool:
+        """Whether ``node`` lies in the body of a ``for`` or ``while`` loop of the scope."""
+        child, parent = node, self.get_metadata(ParentNodeProvider, node, None)
+        while parent is not None and parent is not analysis.node:
+            if isinstance(parent, (cst.For, cst.While)) and child is parent.body:
+                return True
+            child, parent = parent, self.get_metadata(ParentNodeProvider, parent, None)
+        return False
 
     def _fix(self, analysis: ScopeAnalysis, step: Step, statement: cst.Expr, dead: List[str]) -> FixOutcome:
         if not set(dead) <= analysis.bound_if_deleted({step: frozenset(dead)})[step]:

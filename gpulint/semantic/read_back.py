@@ -10,8 +10,9 @@ and ``map_location`` would move them somewhere else:
   same tuple, to the same path (``torch.save((src, tgt), path)``). Either branch leaves the same
   value, on the same device.
 - **a live object restored**: the code saves a module or optimizer whole (what the model treats as
-  a module, not a state dict) and loads the same path back: the object returns to the device the
-  program put it on. So does a resume of whole modules: ``model = torch.load(path)`` (or
+  a module, not a state dict, or a TorchScript module it makes and saves with ``torch.jit.save`` or
+  its own ``save``) and loads the same path back: the object returns to the device the program put
+  it on. So does a resume of whole modules: ``model = torch.load(path)`` (or
   ``encoder, decoder = torch.load(path)``) where the module saves those same bindings, modules all,
   whole to the same path (``torch.save(model, path)``, ``torch.save([encoder, decoder], path)``),
   before the load or after it; for two bindings or more (``model, criterion, optimizer =
@@ -30,7 +31,7 @@ and ``map_location`` would move them somewhere else:
   device they were saved from, on purpose.
 
 A path is the same when it is spelled the same and its names are the same bindings; a file object
-opened by ``with open(path, ...) as f``, or in place (``torch.load(open(path, "rb"))``), stands for its path. A path is the same only when every
+opened by ``with open(path, ...) as f``, or in place (``torch.load(open(path, "rb"))``), stands for its path, and so does ``str(path)``. A path is the same only when every
 name in it is bound once (a parameter, or one assignment), or is given its value at both places by
 the same assignment of the block that holds both (:meth:`ReadBack.same_path`), and a live object
 is restored only by a load that runs after the save, in the same or an enclosing block (whole
@@ -46,10 +47,12 @@ from typing import Dict, Iterator, List, Optional, Tuple
 from gpulint.semantic.model import Place, SemanticModel
 from gpulint.semantic.scopes import Binding
 from gpulint.semantic.survey import ast_dotted_name, own_nodes
-from gpulint.semantic.torch_api import LOADERS
+from gpulint.semantic.torch_api import LOADERS, MODULE_CHAIN_METHODS, SCRIPT_MAKERS, SCRIPT_SAVE
 
 SAVE = "torch.save"
 OPENERS = frozenset({"open", "builtins.open", "io.open"})
+PATH_SPELLINGS = frozenset({"str", "builtins.str", "os.fspath"})
+"""Calls that hand back the path they are given, spelt as a string: ``str(path)`` stands for ``path``."""
 MAP_LOCATION = "map_location"
 
 
@@ -62,15 +65,48 @@ class ReadBack:
 
     @cached_property
     def saves(self) -> List[Tuple[ast.Call, ast.expr, Optional[ast.expr]]]:
-        """``(call, value, path)`` of every ``torch.save(value, path)`` of the module."""
+        """``(call, value, path)`` of every ``torch.save(value, path)`` of the module, and of every
+        save of a TorchScript module (:meth:`_script_save`)."""
         found = []
         for call in self.model.calls():
-            if not self._saves(call):
-                continue
-            value, path = _argument(call, 0, "obj"), _argument(call, 1, "f")
+            if self._saves(call):
+                value, path = _argument(call, 0, "obj"), _argument(call, 1, "f")
+            else:
+                value, path = self._script_save(call)
             if value is not None and path is not None:
                 found.append((call, value, self.path_of(path)))
         return found
+
+    def _script_save(self, call: ast.Call) -> Tuple[Optional[ast.expr], Optional[ast.expr]]:
+        """``(module, path)`` of ``torch.jit.save(module, path)`` or ``module.save(path)`` where
+        ``module`` is a TorchScript module (:meth:`_scripted`); ``(None, None)`` for any other call."""
+        if self.model.resolved_names(call.func) == {SCRIPT_SAVE}:
+            value, path = _argument(call, 0, "m"), _argument(call, 1, "f")
+            return (value, path) if value is not None and self._scripted(value) else (None, None)
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "save" and self._scripted(call.func.value):
+            return call.func.value, _argument(call, 0, "f")
+        return None, None
+
+    def _scripted(self, node: ast.expr) -> bool:
+        """Whether ``node`` is a name every binding of which is a TorchScript module the code makes
+        (``torch.jit.trace(...)``, ``torch.jit.script(...)``, also followed by ``.to(device)`` or
+        ``.eval()``)."""
+        if not isinstance(node, ast.Name):
+            return False
+        binding = self.model.scope_at(node).resolve(node.id)
+        stores = [use for use in self.model.uses(binding) if not isinstance(use.ctx, ast.Load)]
+        if not stores or binding.name in binding.scope.parameters:
+            return False
+        for store in stores:
+            statement = self.model.parent(store)
+            if not (isinstance(statement, ast.Assign) and statement.targets == [store]):
+                return False
+            value = statement.value
+            while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in MODULE_CHAIN_METHODS:
+                value = value.func.value
+            if not (isinstance(value, ast.Call) and self.model.resolved_names(value.func) and self.model.resolved_names(value.func) <= SCRIPT_MAKERS):
+                return False
+        return True
 
     def reads_back(self, call: ast.Call, loaded: ast.expr) -> bool:
         """Whether ``call``, loading ``loaded``, reads a cache or a live object the module writes."""
@@ -95,6 +131,10 @@ class ReadBack:
         (``torch.load(open(path, "rb"))``) stands for its path too."""
         if isinstance(node, ast.Call) and self._opens(node):
             return _argument(node, 0, "file")
+        if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords and (
+            self.model.resolved_names(node.func) & PATH_SPELLINGS or self.model.is_builtin(node.func, {"str"})
+        ):
+            return self.path_of(node.args[0])
         if not isinstance(node, ast.Name):
             return node
         binding = self.model.scope_at(node).resolve(node.id)
@@ -213,7 +253,8 @@ class ReadBack:
 
     def _restores_live_object(self, call: ast.Call, path: Optional[ast.expr]) -> bool:
         return any(
-            ast_dotted_name(value) in self.model.modules and self.same_path(saved, path) and self.runs_before(save, call)
+            (ast_dotted_name(value) in self.model.modules or self._scripted(value))
+            and self.same_path(saved, path) and self.runs_before(save, call)
             for save, value, saved in self.saves
         ) or self._resumes_modules(call, path)
 
