@@ -14,6 +14,7 @@ from gpulint.engine.diagnostics import Applicability, Diagnostic, Edit, FixOutco
 from gpulint.engine.rule import FixAvailability, Rule
 from gpulint.engine.test_modules import is_test_module
 from gpulint.semantic.array_data import ArrayData
+from gpulint.semantic.coco_evaluation import read_as_coco_evaluation
 from gpulint.semantic.construction_weights import loaded_while_built
 from gpulint.semantic.dead_code import never_runs
 from gpulint.semantic.fed_as_loaded import fed_to_computation_as_loaded
@@ -257,8 +258,9 @@ def _holds_no_device_tensors(model: SemanticModel, call: ast.Call) -> bool:
     loading ``args.model_path``, which ``main`` fetches when missing); the weights a class's
     constructor builds its network with (published pretrained weights); a file whose path names a
     release (:func:`~gpulint.semantic.published.names_a_published_file`); the state dict of a
-    TensorRT engine module (:func:`_into_an_engine`); or a payload a part of which
-    the code uses as a numpy array."""
+    TensorRT engine module (:func:`_into_an_engine`); a payload a part of which
+    the code uses as a numpy array; or pycocotools' evaluation dict (``data["params"].recThrs``:
+    :func:`~gpulint.semantic.coco_evaluation.read_as_coco_evaluation`)."""
     loaded = loaded_path(call)
     if loaded is None:
         return False
@@ -272,7 +274,7 @@ def _holds_no_device_tensors(model: SemanticModel, call: ast.Call) -> bool:
     scope: ast.AST = function.node if function is not None else model.tree
     if _downloaded(model, scope, loaded, call) or (function is not None and _downloaded_by_every_caller(model, function, loaded)):
         return True
-    return model.derived(ArrayData).is_array_data(call)
+    return model.derived(ArrayData).is_array_data(call) or read_as_coco_evaluation(model, call)
 
 
 def _names_a_tensorless_file(model: SemanticModel, loaded: ast.expr) -> bool:

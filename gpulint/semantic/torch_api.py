@@ -52,6 +52,12 @@ TENSORLESS_FILES = frozenset({"training_args.bin"})
 """Files a library writes with ``torch.save`` that hold no tensors: transformers' ``Trainer`` pickles
 its ``TrainingArguments`` as ``training_args.bin`` (``transformers.trainer.TRAINING_ARGS_NAME``)."""
 
+COCO_EVALUATION_PARAMS = frozenset({"iouThrs", "recThrs", "maxDets", "areaRng", "areaRngLbl", "useCats", "catIds", "imgIds", "iouType"})
+"""The settings of pycocotools' ``Params``, which ``COCOeval.eval`` holds as its ``params`` entry beside
+numpy arrays (``precision``, ``recall``, ``scores``): a payload read as ``data["params"].recThrs`` is
+that dict, saved with ``torch.save`` by detection projects (DETR's evaluation files), and holds no
+tensors."""
+
 EMPTY_CACHE = frozenset({"torch.cuda.empty_cache", "torch.cuda.memory.empty_cache"})
 """``torch.cuda.empty_cache`` under the names it is exported by: GPU003 checks what is alive at each call."""
 
