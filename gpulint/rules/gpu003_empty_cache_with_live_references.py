@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import List
+from typing import List, Optional, Sequence, Union
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider
@@ -16,6 +16,19 @@ from gpulint.analysis.cfg import Step
 from gpulint.engine.diagnostics import Applicability, FixOutcome, NoFix
 from gpulint.engine.rule import FixAvailability, Rule
 from gpulint.semantic.torch_api import EMPTY_CACHE
+
+
+def _assigns(statement: cst.CSTNode, name: str) -> bool:
+    """Whether ``statement`` is a simple statement line that assigns ``name`` plainly (also in a tuple)."""
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return False
+    for small in statement.body:
+        for target in small.targets if isinstance(small, cst.Assign) else ():
+            node = target.target
+            elements = [element.value for element in node.elements] if isinstance(node, (cst.Tuple, cst.List)) else [node]
+            if any(isinstance(element, cst.Name) and element.value == name for element in elements):
+                return True
+    return False
 
 
 def _quoted(names: List[str]) -> str:
@@ -76,29 +89,45 @@ class EmptyCacheWithLiveReferences(Rule):
     def _one_pass_without_graph(self, analysis: ScopeAnalysis, name: str, value: cst.BaseExpression) -> bool:
         """Whether ``name = value`` binds, in a loop of the scope and with gradients off there, a
         value computed from others (a forward output, arithmetic on one) that loads, allocates or
-        builds nothing (:meth:`~gpulint.analysis.tensors.TensorLikeness.acquires_memory`) and does
-        not read ``name`` itself (no accumulation across passes): each pass replaces the last, so
-        what stays bound is one pass's outputs, with no graph behind them — a batch's logits or
-        restored image, small next to what the loop ran through."""
+        builds nothing (:meth:`~gpulint.analysis.tensors.TensorLikeness.acquires_memory`) and reads
+        ``name`` only as the same pass bound it before (``output, aux = output``; not
+        ``outputs = torch.cat([outputs, output])``, which gathers every pass): each pass replaces
+        the last, so what stays bound is one pass's outputs, with no graph behind them — a batch's
+        logits or restored image, small next to what the loop ran through."""
         statement = self.get_metadata(ParentNodeProvider, value, None)
         model = self.context.model
         if model is None or not isinstance(statement, (cst.Assign, cst.AnnAssign, cst.NamedExpr)):
             return False
-        if analysis.tensors.acquires_memory(value) or any(
-            isinstance(child, cst.Name) and child.value == name for child in subexpressions(value)
-        ):
+        if analysis.tensors.acquires_memory(value):
             return False
-        if not self._in_a_loop(analysis, statement):
+        loop = self._pass_of(analysis, statement)
+        if loop is None:
+            return False
+        reads_itself = any(isinstance(child, cst.Name) and child.value == name for child in subexpressions(value))
+        if reads_itself and not self._bound_earlier_in_the_pass(statement, loop, name):
             return False
         position = self.get_metadata(PositionProvider, statement, None)
         return position is not None and model.gradients_off_at(position.start.line, position.start.column)
 
-    def _in_a_loop(self, analysis: ScopeAnalysis, node: cst.CSTNode) -> bool:
-        """Whether ``node`` lies in the body of a ``for`` or ``while`` loop of the scope."""
+    def _pass_of(self, analysis: ScopeAnalysis, node: cst.CSTNode) -> Optional[Union[cst.For, cst.While]]:
+        """The innermost ``for`` or ``while`` loop of the scope whose body holds ``node``."""
         child, parent = node, self.get_metadata(ParentNodeProvider, node, None)
         while parent is not None and parent is not analysis.node:
             if isinstance(parent, (cst.For, cst.While)) and child is parent.body:
-                return True
+                return parent
+            child, parent = parent, self.get_metadata(ParentNodeProvider, parent, None)
+        return None
+
+    def _bound_earlier_in_the_pass(self, node: cst.CSTNode, loop: Union[cst.For, cst.While], name: str) -> bool:
+        """Whether a plain assignment to ``name`` runs before ``node`` on every path through one pass
+        of ``loop``: a simple statement earlier in a block that holds ``node``, up to the loop's body."""
+        child, parent = node, self.get_metadata(ParentNodeProvider, node, None)
+        while parent is not None and child is not loop.body:
+            body = getattr(parent, "body", None)
+            if isinstance(body, Sequence) and any(item is child for item in body):
+                earlier = body[: next(index for index, item in enumerate(body) if item is child)]
+                if any(_assigns(item, name) for item in earlier):
+                    return True
             child, parent = parent, self.get_metadata(ParentNodeProvider, parent, None)
         return False
 
