@@ -80,6 +80,8 @@ class ReadBack:
     def _script_save(self, call: ast.Call) -> Tuple[Optional[ast.expr], Optional[ast.expr]]:
         """``(module, path)`` of ``torch.jit.save(module, path)`` or ``module.save(path)`` where
         ``module`` is a TorchScript module (:meth:`_scripted`); ``(None, None)`` for any other call."""
+        if (call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)) != "save":
+            return None, None
         if self.model.resolved_names(call.func) == {SCRIPT_SAVE}:
             value, path = _argument(call, 0, "m"), _argument(call, 1, "f")
             return (value, path) if value is not None and self._scripted(value) else (None, None)
