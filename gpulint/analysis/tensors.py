@@ -290,13 +290,17 @@ class TensorLikeness:
 
     def acquires_memory(self, node: cst.CSTNode) -> bool:
         """Whether ``node`` loads, allocates or builds something anywhere in it — a load, a torch
-        function given a ``device``, a module or other object constructed — rather than only
-        computing from values (a forward call, arithmetic, indexing)."""
+        function given a ``device``, a tensor made by shape (``torch.zeros(n).cuda()``), a module
+        or other object constructed — rather than only computing from values (a forward call,
+        arithmetic, indexing)."""
         for call in (child for child in subexpressions(node) if isinstance(child, cst.Call)):
             qualified = self.qualified_names(call.func)
             if (qualified and qualified <= LOADERS) or self._builds_module(call):
                 return True
-            if _keyword(call, "device") is not None and any(is_torch_tensor_function(q) for q in qualified):
+            torch_functions = [q for q in qualified if is_torch_tensor_function(q)]
+            if torch_functions and (_keyword(call, "device") is not None or any(
+                q.split(".")[-1] in SHAPE_FACTORIES for q in torch_functions
+            )):
                 return True
         return False
 

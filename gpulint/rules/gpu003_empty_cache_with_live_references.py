@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence, Union
+from typing import Dict, List, Optional, Sequence, Set, Union
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider
@@ -18,17 +18,66 @@ from gpulint.engine.rule import FixAvailability, Rule
 from gpulint.semantic.torch_api import EMPTY_CACHE
 
 
-def _assigns(statement: cst.CSTNode, name: str) -> bool:
-    """Whether ``statement`` is a simple statement line that assigns ``name`` plainly (also in a tuple)."""
-    if not isinstance(statement, cst.SimpleStatementLine):
+def _target_names(target: cst.BaseExpression) -> Set[str]:
+    """The names an assignment target binds (through tuples, lists and starred elements)."""
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return set().union(*(_target_names(element.value) for element in target.elements))
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    return set()
+
+
+def _stored_names(node: cst.CSTNode) -> Set[str]:
+    """Every name a statement or block binds anywhere in it (assignments, loops, ``with ... as``)."""
+    found: Set[str] = set()
+    for child in subexpressions(node):
+        if isinstance(child, cst.AssignTarget):
+            found |= _target_names(child.target)
+        elif isinstance(child, (cst.AugAssign, cst.AnnAssign, cst.For)):
+            found |= _target_names(child.target)
+        elif isinstance(child, cst.NamedExpr):
+            found |= _target_names(child.target)
+        elif isinstance(child, cst.AsName):
+            found |= _target_names(child.name)
+    return found
+
+
+class _Reads(cst.CSTVisitor):
+    """The names an expression reads: not an attribute's name, nor a keyword argument's."""
+
+    def __init__(self) -> None:
+        self.names: Set[str] = set()
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.add(node.value)
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        node.value.visit(self)
         return False
-    for small in statement.body:
-        for target in small.targets if isinstance(small, cst.Assign) else ():
-            node = target.target
-            elements = [element.value for element in node.elements] if isinstance(node, (cst.Tuple, cst.List)) else [node]
-            if any(isinstance(element, cst.Name) and element.value == name for element in elements):
-                return True
-    return False
+
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        node.value.visit(self)
+        return False
+
+
+def _names_read(value: cst.BaseExpression) -> Set[str]:
+    reads = _Reads()
+    value.visit(reads)
+    return reads.names
+
+
+def _assigned_value(statement: cst.CSTNode, name: str) -> Optional[cst.BaseExpression]:
+    """The value ``statement`` assigns to ``name`` plainly (``name = value``, also unpacked from a
+    tuple, or annotated): the last such small statement of a line; None for anything else."""
+    smalls = statement.body if isinstance(statement, cst.SimpleStatementLine) else [statement]
+    for small in reversed(list(smalls)):
+        if isinstance(small, cst.Assign) and any(name in _target_names(target.target) for target in small.targets):
+            return small.value
+        if isinstance(small, cst.AnnAssign) and small.value is not None and name in _target_names(small.target):
+            return small.value
+    return None
 
 
 def _quoted(names: List[str]) -> str:
@@ -47,6 +96,10 @@ class EmptyCacheWithLiveReferences(Rule):
     targets = EMPTY_CACHE
 
     METADATA_DEPENDENCIES = (PositionProvider, *scope.METADATA_DEPENDENCIES, *statements.METADATA_DEPENDENCIES)
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._one_pass: Dict[int, bool] = {}
+        """Per value node (by ``id``), whether its binding is one pass's output (:meth:`_one_pass_without_graph`)."""
 
     def visit_Call(self, node: cst.Call) -> None:
         names = self.qualified_names(node.func)
@@ -87,13 +140,22 @@ class EmptyCacheWithLiveReferences(Rule):
         return analysis.in_binding_order(dead & holding_memory)
 
     def _one_pass_without_graph(self, analysis: ScopeAnalysis, name: str, value: cst.BaseExpression) -> bool:
-        """Whether ``name = value`` binds, in a loop of the scope and with gradients off there, a
-        value computed from others (a forward output, arithmetic on one) that loads, allocates or
-        builds nothing (:meth:`~gpulint.analysis.tensors.TensorLikeness.acquires_memory`) and reads
-        ``name`` only as the same pass bound it before (``output, aux = output``; not
-        ``outputs = torch.cat([outputs, output])``, which gathers every pass): each pass replaces
+        """Whether ``name = value`` binds one pass's outputs of a loop run without a graph: in a
+        loop of the scope, with gradients off there, a value computed from others (a forward
+        output, arithmetic on one) that loads, allocates or builds nothing
+        (:meth:`~gpulint.analysis.tensors.TensorLikeness.acquires_memory`), and whose every name
+        the loop also assigns is bound anew earlier in the same pass, by the loop itself or by an
+        assignment that is one pass's output in turn (``output, aux = output`` after ``output =
+        model(x)``; not ``outputs = torch.cat([outputs, output])``, nor ``total = new_total``
+        after ``new_total = total + output``, which carry every pass forward). Each pass replaces
         the last, so what stays bound is one pass's outputs, with no graph behind them — a batch's
-        logits or restored image, small next to what the loop ran through."""
+        logits or restored image, small next to what the loop ran through. Decided once per value."""
+        if id(value) not in self._one_pass:
+            self._one_pass[id(value)] = False
+            self._one_pass[id(value)] = self._decide_one_pass(analysis, value)
+        return self._one_pass[id(value)]
+
+    def _decide_one_pass(self, analysis: ScopeAnalysis, value: cst.BaseExpression) -> bool:
         statement = self.get_metadata(ParentNodeProvider, value, None)
         model = self.context.model
         if model is None or not isinstance(statement, (cst.Assign, cst.AnnAssign, cst.NamedExpr)):
@@ -101,13 +163,17 @@ class EmptyCacheWithLiveReferences(Rule):
         if analysis.tensors.acquires_memory(value):
             return False
         loop = self._pass_of(analysis, statement)
-        if loop is None:
-            return False
-        reads_itself = any(isinstance(child, cst.Name) and child.value == name for child in subexpressions(value))
-        if reads_itself and not self._bound_earlier_in_the_pass(statement, loop, name):
-            return False
         position = self.get_metadata(PositionProvider, statement, None)
-        return position is not None and model.gradients_off_at(position.start.line, position.start.column)
+        if loop is None or position is None or not model.gradients_off_at(position.start.line, position.start.column):
+            return False
+        carried = _stored_names(loop.body)
+        for read in _names_read(value) & carried:
+            earlier = self._bound_earlier_in_the_pass(statement, loop, read)
+            if earlier is None:
+                return False
+            if not isinstance(earlier, (cst.For, cst.While)) and not self._one_pass_without_graph(analysis, read, earlier):
+                return False
+        return True
 
     def _pass_of(self, analysis: ScopeAnalysis, node: cst.CSTNode) -> Optional[Union[cst.For, cst.While]]:
         """The innermost ``for`` or ``while`` loop of the scope whose body holds ``node``."""
@@ -118,18 +184,26 @@ class EmptyCacheWithLiveReferences(Rule):
             child, parent = parent, self.get_metadata(ParentNodeProvider, parent, None)
         return None
 
-    def _bound_earlier_in_the_pass(self, node: cst.CSTNode, loop: Union[cst.For, cst.While], name: str) -> bool:
-        """Whether a plain assignment to ``name`` runs before ``node`` on every path through one pass
-        of ``loop``: a simple statement earlier in a block that holds ``node``, up to the loop's body."""
+    def _bound_earlier_in_the_pass(
+        self, node: cst.CSTNode, loop: Union[cst.For, cst.While], name: str,
+    ) -> Optional[Union[cst.BaseExpression, cst.For, cst.While]]:
+        """What binds ``name`` last before ``node`` on every path through one pass of ``loop``: the
+        value of a plain assignment earlier in a block that holds ``node`` (up to the loop's body),
+        else the loop itself where its target binds the name; None where the name comes from
+        before the pass."""
         child, parent = node, self.get_metadata(ParentNodeProvider, node, None)
         while parent is not None and child is not loop.body:
             body = getattr(parent, "body", None)
             if isinstance(body, Sequence) and any(item is child for item in body):
                 earlier = body[: next(index for index, item in enumerate(body) if item is child)]
-                if any(_assigns(item, name) for item in earlier):
-                    return True
+                for item in reversed(earlier):
+                    assigned = _assigned_value(item, name)
+                    if assigned is not None:
+                        return assigned
             child, parent = parent, self.get_metadata(ParentNodeProvider, parent, None)
-        return False
+        if isinstance(loop, cst.For) and name in _target_names(loop.target):
+            return loop
+        return None
 
     def _fix(self, analysis: ScopeAnalysis, step: Step, statement: cst.Expr, dead: List[str]) -> FixOutcome:
         if not set(dead) <= analysis.bound_if_deleted({step: frozenset(dead)})[step]:

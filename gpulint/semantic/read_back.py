@@ -31,7 +31,7 @@ and ``map_location`` would move them somewhere else:
   device they were saved from, on purpose.
 
 A path is the same when it is spelled the same and its names are the same bindings; a file object
-opened by ``with open(path, ...) as f``, or in place (``torch.load(open(path, "rb"))``), stands for its path, and so does ``str(path)``. A path is the same only when every
+opened by ``with open(path, ...) as f``, or in place (``torch.load(open(path, "rb"))``), stands for its path, and so do ``str(path)`` and ``os.fspath(path)``. A path is the same only when every
 name in it is bound once (a parameter, or one assignment), or is given its value at both places by
 the same assignment of the block that holds both (:meth:`ReadBack.same_path`), and a live object
 is restored only by a load that runs after the save, in the same or an enclosing block (whole
@@ -65,14 +65,23 @@ class ReadBack:
 
     @cached_property
     def saves(self) -> List[Tuple[ast.Call, ast.expr, Optional[ast.expr]]]:
-        """``(call, value, path)`` of every ``torch.save(value, path)`` of the module, and of every
-        save of a TorchScript module (:meth:`_script_save`)."""
+        """``(call, value, path)`` of every ``torch.save(value, path)`` of the module."""
         found = []
         for call in self.model.calls():
-            if self._saves(call):
-                value, path = _argument(call, 0, "obj"), _argument(call, 1, "f")
-            else:
-                value, path = self._script_save(call)
+            if not self._saves(call):
+                continue
+            value, path = _argument(call, 0, "obj"), _argument(call, 1, "f")
+            if value is not None and path is not None:
+                found.append((call, value, self.path_of(path)))
+        return found
+
+    @cached_property
+    def script_saves(self) -> List[Tuple[ast.Call, ast.expr, Optional[ast.expr]]]:
+        """``(call, module, path)`` of every save of a TorchScript module the code makes
+        (:meth:`_script_save`): a live object only, for :meth:`_restores_live_object`."""
+        found = []
+        for call in self.model.calls():
+            value, path = self._script_save(call)
             if value is not None and path is not None:
                 found.append((call, value, self.path_of(path)))
         return found
@@ -130,7 +139,8 @@ class ReadBack:
         function), ``node`` itself for anything else (a name is told apart from another by
         :meth:`same_path`), and None for a name a ``with`` binds to what gpulint cannot tell apart
         from another file (another opener, a parameter...). A file opened in place
-        (``torch.load(open(path, "rb"))``) stands for its path too."""
+        (``torch.load(open(path, "rb"))``) stands for its path too, and so does the path spelt as a
+        string (``str(path)``, ``os.fspath(path)``)."""
         if isinstance(node, ast.Call) and self._opens(node):
             return _argument(node, 0, "file")
         if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords and (
@@ -257,7 +267,7 @@ class ReadBack:
         return any(
             (ast_dotted_name(value) in self.model.modules or self._scripted(value))
             and self.same_path(saved, path) and self.runs_before(save, call)
-            for save, value, saved in self.saves
+            for save, value, saved in (*self.saves, *self.script_saves)
         ) or self._resumes_modules(call, path)
 
     def _resumes_modules(self, call: ast.Call, path: Optional[ast.expr]) -> bool:
