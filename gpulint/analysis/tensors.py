@@ -289,18 +289,15 @@ class TensorLikeness:
         return self.is_module(func) or (dotted_name(func) or "").split(".")[-1].lower().endswith(CRITERION_SUFFIXES)
 
     def acquires_memory(self, node: cst.CSTNode) -> bool:
-        """Whether ``node`` loads, allocates or builds something anywhere in it — a load, a torch
-        function given a ``device``, a tensor made by shape (``torch.zeros(n).cuda()``), a module
-        or other object constructed — rather than only computing from values (a forward call,
-        arithmetic, indexing)."""
+        """Whether ``node`` loads, allocates on a named device or builds something anywhere in it —
+        a load, a torch function given a ``device``, a module or other object constructed — rather
+        than only computing from values (a forward call, arithmetic, indexing, a tensor shaped
+        like another, ``torch.ones_like(output)``)."""
         for call in (child for child in subexpressions(node) if isinstance(child, cst.Call)):
             qualified = self.qualified_names(call.func)
             if (qualified and qualified <= LOADERS) or self._builds_module(call):
                 return True
-            torch_functions = [q for q in qualified if is_torch_tensor_function(q)]
-            if torch_functions and (_keyword(call, "device") is not None or any(
-                q.split(".")[-1] in SHAPE_FACTORIES for q in torch_functions
-            )):
+            if _keyword(call, "device") is not None and any(is_torch_tensor_function(q) for q in qualified):
                 return True
         return False
 

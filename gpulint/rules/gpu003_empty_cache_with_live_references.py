@@ -63,9 +63,16 @@ class _Reads(cst.CSTVisitor):
 
 
 def _names_read(value: cst.BaseExpression) -> Set[str]:
+    """The names ``value`` reads from the scope: not those a comprehension or lambda in it binds."""
     reads = _Reads()
     value.visit(reads)
-    return reads.names
+    own: Set[str] = set()
+    for child in subexpressions(value):
+        if isinstance(child, cst.CompFor):
+            own |= _target_names(child.target)
+        elif isinstance(child, cst.Param):
+            own.add(child.name.value)
+    return reads.names - own
 
 
 def _assigned_value(statement: cst.CSTNode, name: str) -> Optional[cst.BaseExpression]:
@@ -98,8 +105,8 @@ class EmptyCacheWithLiveReferences(Rule):
     METADATA_DEPENDENCIES = (PositionProvider, *scope.METADATA_DEPENDENCIES, *statements.METADATA_DEPENDENCIES)
 
     def visit_Module(self, node: cst.Module) -> None:
-        self._one_pass: Dict[int, bool] = {}
-        """Per value node (by ``id``), whether its binding is one pass's output (:meth:`_one_pass_without_graph`)."""
+        self._fresh_values: Dict[int, bool] = {}
+        """Per value node (by ``id``), whether the loop's pass makes it afresh (:meth:`_fresh`)."""
 
     def visit_Call(self, node: cst.Call) -> None:
         names = self.qualified_names(node.func)
@@ -143,19 +150,10 @@ class EmptyCacheWithLiveReferences(Rule):
         """Whether ``name = value`` binds one pass's outputs of a loop run without a graph: in a
         loop of the scope, with gradients off there, a value computed from others (a forward
         output, arithmetic on one) that loads, allocates or builds nothing
-        (:meth:`~gpulint.analysis.tensors.TensorLikeness.acquires_memory`), and whose every name
-        the loop also assigns is bound anew earlier in the same pass, by the loop itself or by an
-        assignment that is one pass's output in turn (``output, aux = output`` after ``output =
-        model(x)``; not ``outputs = torch.cat([outputs, output])``, nor ``total = new_total``
-        after ``new_total = total + output``, which carry every pass forward). Each pass replaces
-        the last, so what stays bound is one pass's outputs, with no graph behind them — a batch's
-        logits or restored image, small next to what the loop ran through. Decided once per value."""
-        if id(value) not in self._one_pass:
-            self._one_pass[id(value)] = False
-            self._one_pass[id(value)] = self._decide_one_pass(analysis, value)
-        return self._one_pass[id(value)]
-
-    def _decide_one_pass(self, analysis: ScopeAnalysis, value: cst.BaseExpression) -> bool:
+        (:meth:`~gpulint.analysis.tensors.TensorLikeness.acquires_memory`), made afresh in the pass
+        (:meth:`_fresh`). Each pass replaces the last, so what stays bound is one pass's outputs,
+        with no graph behind them — a batch's logits or restored image, small next to what the
+        loop ran through."""
         statement = self.get_metadata(ParentNodeProvider, value, None)
         model = self.context.model
         if model is None or not isinstance(statement, (cst.Assign, cst.AnnAssign, cst.NamedExpr)):
@@ -166,14 +164,29 @@ class EmptyCacheWithLiveReferences(Rule):
         position = self.get_metadata(PositionProvider, statement, None)
         if loop is None or position is None or not model.gradients_off_at(position.start.line, position.start.column):
             return False
-        carried = _stored_names(loop.body)
-        for read in _names_read(value) & carried:
-            earlier = self._bound_earlier_in_the_pass(statement, loop, read)
-            if earlier is None:
-                return False
-            if not isinstance(earlier, (cst.For, cst.While)) and not self._one_pass_without_graph(analysis, read, earlier):
-                return False
-        return True
+        return self._fresh(statement, loop, value)
+
+    def _fresh(self, statement: cst.CSTNode, loop: Union[cst.For, cst.While], value: cst.BaseExpression) -> bool:
+        """Whether ``value`` carries nothing from one pass of ``loop`` to the next: every name it
+        reads that the loop also assigns is bound anew earlier in the same pass, by the loop's
+        target or by an assignment whose value is fresh in turn (``output, aux = output`` after
+        ``output = model(x)``; not ``outputs = torch.cat([outputs, output])``, nor ``total =
+        running`` after ``running = total + output``, which carry every pass forward). Decided
+        once per value."""
+        if id(value) not in self._fresh_values:
+            self._fresh_values[id(value)] = False
+            carried = _stored_names(loop.body)
+            fresh = True
+            for read in _names_read(value) & carried:
+                earlier = self._bound_earlier_in_the_pass(statement, loop, read)
+                if earlier is None or (
+                    not isinstance(earlier, (cst.For, cst.While))
+                    and not self._fresh(self.get_metadata(ParentNodeProvider, earlier, statement), loop, earlier)
+                ):
+                    fresh = False
+                    break
+            self._fresh_values[id(value)] = fresh
+        return self._fresh_values[id(value)]
 
     def _pass_of(self, analysis: ScopeAnalysis, node: cst.CSTNode) -> Optional[Union[cst.For, cst.While]]:
         """The innermost ``for`` or ``while`` loop of the scope whose body holds ``node``."""
