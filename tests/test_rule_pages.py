@@ -86,6 +86,8 @@ HOLDOUT_SETS = {
     "A twentieth held-out set": ("wild-holdout-20-first.json", "wild-holdout-20.json"),
     "A twenty-first held-out set": ("wild-holdout-21-first.json", "wild-holdout-21.json"),
     "A twenty-second held-out set": ("wild-holdout-22-first.json", "wild-holdout-22.json"),
+    "A twenty-third held-out set": ("wild-holdout-23-first.json", "wild-holdout-23.json"),
+    "A twenty-fourth held-out set": ("wild-holdout-24-first.json", "wild-holdout-24.json"),
 }
 HOLDOUT_FIGURES = r"the first measurement gave (?P<first>[^;]*); now (?P<now>[^.]*(?:\.\d+[^.]*)*)\."
 
