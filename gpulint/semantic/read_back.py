@@ -47,7 +47,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 from gpulint.semantic.model import Place, SemanticModel
 from gpulint.semantic.scopes import Binding
 from gpulint.semantic.survey import ast_dotted_name, own_nodes
-from gpulint.semantic.torch_api import LOADERS, MODULE_CHAIN_METHODS, SCRIPT_MAKERS, SCRIPT_SAVE
+from gpulint.semantic.torch_api import LOADERS, MODULE_RETURNING_METHODS, SCRIPT_MAKERS, SCRIPT_SAVE
 
 SAVE = "torch.save"
 OPENERS = frozenset({"open", "builtins.open", "io.open"})
@@ -113,7 +113,7 @@ class ReadBack:
             if not (isinstance(statement, ast.Assign) and statement.targets == [store]):
                 return False
             value = statement.value
-            while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in MODULE_CHAIN_METHODS:
+            while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in MODULE_RETURNING_METHODS:
                 value = value.func.value
             if not (isinstance(value, ast.Call) and self.model.resolved_names(value.func) and self.model.resolved_names(value.func) <= SCRIPT_MAKERS):
                 return False

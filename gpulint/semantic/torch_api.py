@@ -85,9 +85,6 @@ SCRIPT_SAVE = "torch.jit.save"
 """Saves a TorchScript module (as its own ``save`` method does)."""
 SCRIPT_MAKERS = frozenset({"torch.jit.trace", "torch.jit.trace_module", "torch.jit.script", "torch.jit.freeze"})
 """Functions that return a TorchScript module."""
-MODULE_CHAIN_METHODS = frozenset({"to", "cuda", "cpu", "eval", "train", "half", "float", "double", "bfloat16"})
-"""Module methods that return the module itself, as a chain after its construction keeps it."""
-
 EXPORTERS = frozenset({"torch.onnx.export", "torch.jit.trace", "torch.jit.trace_module", "torch.export.export"})
 """Functions that export a model (ONNX, TorchScript by tracing, ``torch.export``): a module that calls
 one is an export script, whose forward passes check or trace the export on an example input."""
