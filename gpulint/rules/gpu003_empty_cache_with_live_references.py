@@ -84,7 +84,30 @@ def _assigned_value(statement: cst.CSTNode, name: str) -> Optional[cst.BaseExpre
             return small.value
         if isinstance(small, cst.AnnAssign) and small.value is not None and name in _target_names(small.target):
             return small.value
+        if name in _stored_names(small):
+            return None
     return None
+
+
+def _plain_assignments_within(statement: cst.CSTNode, name: str) -> Optional[List[cst.BaseExpression]]:
+    """The values a statement assigns to ``name`` by plain assignments anywhere in it (a branch, a
+    ``with`` or ``try`` block, a nested loop); None where it also binds the name another way
+    (``name += x``, a loop target, ``with ... as name``, ``(name := x)``), which may carry the value
+    the name had."""
+    values: List[cst.BaseExpression] = []
+    for child in subexpressions(statement):
+        if isinstance(child, cst.Assign):
+            if any(name in _target_names(target.target) for target in child.targets):
+                values.append(child.value)
+        elif isinstance(child, cst.AnnAssign):
+            if child.value is not None and name in _target_names(child.target):
+                values.append(child.value)
+        elif isinstance(child, (cst.AugAssign, cst.For, cst.NamedExpr)):
+            if name in _target_names(child.target):
+                return None
+        elif isinstance(child, cst.AsName) and name in _target_names(child.name):
+            return None
+    return values
 
 
 def _quoted(names: List[str]) -> str:
@@ -168,20 +191,22 @@ class EmptyCacheWithLiveReferences(Rule):
 
     def _fresh(self, statement: cst.CSTNode, loop: Union[cst.For, cst.While], value: cst.BaseExpression) -> bool:
         """Whether ``value`` carries nothing from one pass of ``loop`` to the next: every name it
-        reads that the loop also assigns is bound anew earlier in the same pass, by the loop's
-        target or by an assignment whose value is fresh in turn (``output, aux = output`` after
-        ``output = model(x)``; not ``outputs = torch.cat([outputs, output])``, nor ``total =
-        running`` after ``running = total + output``, which carry every pass forward). Decided
-        once per value."""
+        reads that the loop also assigns is bound anew earlier in the same pass, on every path, by
+        the loop's target or by assignments whose values are fresh in turn (``output, aux =
+        output`` after ``output = model(x)``; not ``outputs = torch.cat([outputs, output])``, nor
+        ``total = running`` after ``running = total + output``, nor a read after ``output +=
+        total`` or after a branch that may add ``total`` in, which carry every pass forward).
+        Decided once per value."""
         if id(value) not in self._fresh_values:
             self._fresh_values[id(value)] = False
             carried = _stored_names(loop.body)
             fresh = True
             for read in _names_read(value) & carried:
-                earlier = self._bound_earlier_in_the_pass(statement, loop, read)
-                if earlier is None or (
-                    not isinstance(earlier, (cst.For, cst.While))
-                    and not self._fresh(self.get_metadata(ParentNodeProvider, earlier, statement), loop, earlier)
+                bindings = self._bound_earlier_in_the_pass(statement, loop, read)
+                if bindings is None or not all(
+                    isinstance(earlier, (cst.For, cst.While))
+                    or self._fresh(self.get_metadata(ParentNodeProvider, earlier, statement), loop, earlier)
+                    for earlier in bindings
                 ):
                     fresh = False
                     break
@@ -199,11 +224,14 @@ class EmptyCacheWithLiveReferences(Rule):
 
     def _bound_earlier_in_the_pass(
         self, node: cst.CSTNode, loop: Union[cst.For, cst.While], name: str,
-    ) -> Optional[Union[cst.BaseExpression, cst.For, cst.While]]:
-        """What binds ``name`` last before ``node`` on every path through one pass of ``loop``: the
-        value of a plain assignment earlier in a block that holds ``node`` (up to the loop's body),
-        else the loop itself where its target binds the name; None where the name comes from
-        before the pass."""
+    ) -> Optional[List[Union[cst.BaseExpression, cst.For, cst.While]]]:
+        """What may bind ``name`` last before ``node`` in one pass of ``loop``: the value of the
+        nearest plain assignment earlier in a block that holds ``node`` (up to the loop's body),
+        with the values of plain assignments in statements between (a branch, a block that may
+        or may not run), else the loop itself where its target binds the name; None where the
+        name may come from before the pass, or a statement between binds it another way
+        (``name += x``)."""
+        found: List[Union[cst.BaseExpression, cst.For, cst.While]] = []
         child, parent = node, self.get_metadata(ParentNodeProvider, node, None)
         while parent is not None and child is not loop.body:
             body = getattr(parent, "body", None)
@@ -212,10 +240,15 @@ class EmptyCacheWithLiveReferences(Rule):
                 for item in reversed(earlier):
                     assigned = _assigned_value(item, name)
                     if assigned is not None:
-                        return assigned
+                        return found + [assigned]
+                    if name in _stored_names(item):
+                        between = _plain_assignments_within(item, name)
+                        if between is None:
+                            return None
+                        found += between
             child, parent = parent, self.get_metadata(ParentNodeProvider, parent, None)
         if isinstance(loop, cst.For) and name in _target_names(loop.target):
-            return loop
+            return found + [loop]
         return None
 
     def _fix(self, analysis: ScopeAnalysis, step: Step, statement: cst.Expr, dead: List[str]) -> FixOutcome:
