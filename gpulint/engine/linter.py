@@ -55,7 +55,7 @@ def lint_source(
     visitors = [rule for rule in candidates if not rule.decided_on_model]
     if tree is None:
         return _lint(source, source, path, visitors, options, None) if visitors else _checked(source)
-    model = SemanticModel(tree, source)
+    model = SemanticModel(tree, source, path)
     if not prefilter:
         found = _lint(source, source, path, visitors, options, model) if visitors else []
         return _sorted(found + _diagnose(model, path, candidates, options))

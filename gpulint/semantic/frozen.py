@@ -21,15 +21,17 @@ import ast
 from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
 
 from gpulint.semantic.model import Function, Place, SemanticModel
+from gpulint.semantic.project_modules import imported_classes
 from gpulint.semantic.survey import is_false_constant, module_of
 from gpulint.semantic.torch_api import MODULE_RETURNING_METHODS
 
 
 def frozen_models(model: SemanticModel) -> FrozenSet[Place]:
     """The places of the module's frozen models (see the module docstring)."""
-    if "requires_grad" not in model.source:
+    built = _built_frozen(model)
+    if "requires_grad" not in model.source and not built:
         return frozenset()
-    frozen: Set[Place] = set()
+    frozen: Set[Place] = set(built)
     unfrozen: Set[Place] = set()
     for place, switched_on in _switches(model):
         (unfrozen if switched_on else frozen).add(place)
@@ -42,6 +44,168 @@ def frozen_models(model: SemanticModel) -> FrozenSet[Place]:
         and not any(part.binding == place.binding and part.path.startswith(place.path + ".") for part in replaced)
     }
     return frozenset(frozen | _frozen_parameters(model, frozen))
+
+
+def _built_frozen(model: SemanticModel) -> Set[Place]:
+    """The places an assignment binds to a new instance of a class that freezes itself
+    (:func:`freezes_itself`), where the construction leaves it frozen (``InceptionV3([3])``, not
+    ``InceptionV3([3], requires_grad=True)``), also at the start of a module-returning chain
+    (``InceptionV3([3]).cuda().eval()``). The class is the module's own, or one a project module
+    defines that the file imports (:func:`~gpulint.semantic.project_modules.imported_classes`)."""
+    found: Set[Place] = set()
+    known: Dict[Tuple[Optional[str], str], Optional[Freezing]] = {}
+    for assign in model.nodes(ast.Assign):
+        built = module_of(assign.value)
+        if not isinstance(built, ast.Call) or not isinstance(built.func, (ast.Name, ast.Attribute)):
+            continue
+        freezing = _class_freezing(model, built.func, known)
+        if freezing is not None and _left_frozen(built, freezing):
+            found.update(place for place in map(model.place, assign.targets) if place is not None)
+    return found
+
+
+def _class_freezing(
+    model: SemanticModel, func: ast.expr, known: Dict[Tuple[Optional[str], str], Optional[Freezing]],
+) -> Optional[Freezing]:
+    """How the class ``func`` names freezes itself, None where it does not (or is not a class
+    found): decided once per spelling of the name, for a name bound where the module binds it."""
+    defined = model.defined_class(func)
+    if defined is not None:
+        return freezes_itself(defined)
+    if model.path is None or not (isinstance(func, ast.Name) or (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name))):
+        return None
+    key = (func.value.id, func.attr) if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) else (None, getattr(func, "id", ""))
+    if model.scope_at(func).resolve(key[0] or key[1]).scope is not model.root:
+        return None
+    if key not in known:
+        ways = {freezes_itself(cls) for cls in imported_classes(model, model.path, func)}
+        known[key] = ways.pop() if len(ways) == 1 else None
+    return known[key]
+
+
+Freezing = Tuple[Optional[str], int]
+"""How a class's constructor freezes it: (None, -1) always, or (parameter, its position after
+``self``) where it switches gradients to a parameter that defaults to False."""
+
+
+def freezes_itself(cls: ast.ClassDef) -> Optional[Freezing]:
+    """Whether a class's ``__init__`` switches gradients off for all its parameters at the end
+    (``for p in self.parameters(): p.requires_grad = False``, ``self.requires_grad_(False)``, or
+    to a parameter of ``__init__`` that defaults to False: pytorch-fid's ``InceptionV3(...,
+    requires_grad=False)``; or switches them off under ``if not flag:`` with such a parameter,
+    as LPIPS's ``vgg16(requires_grad=False)``) with nothing after it that adds a part, and no method of the class
+    switches any gradient on. None where it does not."""
+    init = next((node for node in cls.body if isinstance(node, ast.FunctionDef) and node.name == "__init__"), None)
+    if init is None or any(_switches_on(node) for node in ast.walk(cls)):
+        return None
+    for index in range(len(init.body) - 1, -1, -1):
+        statement = init.body[index]
+        guard = _unless_asked(statement)
+        if isinstance(statement, ast.If):
+            value = _self_switch(statement.body[0]) if guard is not None else None
+        else:
+            value = _self_switch(statement)
+        if value is None:
+            continue
+        if any(_adds_a_part(node) for later in init.body[index + 1:] for node in ast.walk(later)):
+            return None
+        if guard is not None:
+            return _defaulting_to_false(init.args, guard) if is_false_constant(value) else None
+        if is_false_constant(value):
+            return (None, -1)
+        return _defaulting_to_false(init.args, value)
+    return None
+
+
+def _unless_asked(statement: ast.stmt) -> Optional[ast.Name]:
+    """``flag`` in ``if not flag:`` over one statement and no ``else`` (LPIPS's ``if not
+    requires_grad:`` around its freezing loop); None for anything else."""
+    if not (isinstance(statement, ast.If) and not statement.orelse and len(statement.body) == 1):
+        return None
+    test = statement.test
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and isinstance(test.operand, ast.Name):
+        return test.operand
+    return None
+
+
+def _self_switch(statement: ast.stmt) -> Optional[ast.expr]:
+    """The value ``statement`` switches all of ``self``'s parameters' gradients to (``self.requires_grad_(v)``
+    or a loop over ``self.parameters()`` setting each one's ``requires_grad``); None for anything else."""
+    if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+        call = statement.value
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "requires_grad_" and _is_self(call.func.value) and len(call.args) == 1:
+            return call.args[0]
+        return None
+    if not isinstance(statement, ast.For) or statement.orelse:
+        return None
+    iterated, target = statement.iter, statement.target
+    if not (
+        isinstance(iterated, ast.Call) and not iterated.args and isinstance(iterated.func, ast.Attribute)
+        and iterated.func.attr == "parameters" and _is_self(iterated.func.value) and isinstance(target, ast.Name)
+    ):
+        return None
+    if any(isinstance(node, (ast.Continue, ast.Break, ast.If)) for inner in statement.body for node in ast.walk(inner)):
+        return None
+    for inner in statement.body:
+        if isinstance(inner, ast.Assign) and len(inner.targets) == 1:
+            switched = inner.targets[0]
+            if isinstance(switched, ast.Attribute) and switched.attr == "requires_grad" and isinstance(switched.value, ast.Name) and switched.value.id == target.id:
+                return inner.value
+    return None
+
+
+def _is_self(node: ast.expr) -> bool:
+    return isinstance(node, ast.Name) and node.id == "self"
+
+
+def _switches_on(node: ast.AST) -> bool:
+    """``x.requires_grad_()``, ``x.requires_grad_(True)`` or ``x.requires_grad = True``."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "requires_grad_":
+        return not node.args or (isinstance(node.args[0], ast.Constant) and node.args[0].value is True)
+    if isinstance(node, ast.Assign):
+        return any(isinstance(t, ast.Attribute) and t.attr == "requires_grad" for t in node.targets) and (
+            isinstance(node.value, ast.Constant) and node.value.value is True
+        )
+    return False
+
+
+def _adds_a_part(node: ast.AST) -> bool:
+    """``self.head = ...`` or ``self.add_module(...)``/``self.register_parameter(...)``: a part added after the switch."""
+    if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return any(isinstance(t, ast.Attribute) and _is_self(t.value) for t in targets)
+    return (
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and _is_self(node.func.value)
+        and node.func.attr in ("add_module", "register_module", "register_parameter")
+    )
+
+
+def _defaulting_to_false(arguments: ast.arguments, value: ast.expr) -> Optional[Freezing]:
+    """(name, position after ``self``) of the parameter ``value`` names, where it defaults to False."""
+    if not isinstance(value, ast.Name):
+        return None
+    positional = [*arguments.posonlyargs, *arguments.args]
+    defaults = dict(zip([a.arg for a in positional][len(positional) - len(arguments.defaults):], arguments.defaults))
+    defaults.update((a.arg, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None)
+    default = defaults.get(value.id)
+    if default is None or not is_false_constant(default):
+        return None
+    names = [a.arg for a in positional]
+    return (value.id, names.index(value.id) - 1 if value.id in names else -1)
+
+
+def _left_frozen(call: ast.Call, freezing: Freezing) -> bool:
+    """Whether a construction leaves the instance frozen: always, or where it passes the switch's
+    parameter nothing or False (nothing unpacked that may hold it)."""
+    name, position = freezing
+    if name is None:
+        return True
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return False
+    passed = next((k.value for k in call.keywords if k.arg == name), None)
+    if passed is None and 0 <= position < len(call.args):
+        passed = call.args[position]
+    return passed is None or is_false_constant(passed)
 
 
 def _switches(model: SemanticModel) -> Iterator[Tuple[Place, bool]]:

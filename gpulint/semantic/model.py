@@ -124,8 +124,10 @@ OTHER_BINDINGS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.alias
 class SemanticModel(Survey):
     """Every fact about one module that rules share, each computed on first use."""
 
-    def __init__(self, tree: ast.Module, source: str) -> None:
+    def __init__(self, tree: ast.Module, source: str, path: Optional[str] = None) -> None:
         super().__init__(tree, source)
+        self.path = path
+        """Where the module's file is, for facts read from the project's other files (None: not on disk)."""
         self._derived: Dict[object, object] = {}
 
     def derived(self, kind: Callable[["SemanticModel"], Derived]) -> Derived:

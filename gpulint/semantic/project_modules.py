@@ -61,6 +61,61 @@ class _ProjectModulesOf:
         return self.found[path]
 
 
+def imported_classes(model: SemanticModel, path: str, node: ast.expr) -> List[ast.ClassDef]:
+    """The project's ``class`` statements that ``node`` names through the file's imports: ``Name``
+    bound by ``from m import Name`` (or ``as`` another name), or ``m.Name`` with ``m`` bound by
+    ``import m`` or ``from p import m``, each a class statement at the top of the file the import
+    names (:func:`project_modules` looks for files the same way). Empty where the name is bound
+    otherwise, or the file or the class is not found."""
+    if isinstance(node, ast.Name):
+        local, wanted = node.id, None
+    elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        local, wanted = node.value.id, node.attr
+    else:
+        return []
+    file = Path(os.path.abspath(path))
+    if not _is_file(file):
+        return []
+    binding = model.scope_at(node).resolve(local)
+    found: List[ast.ClassDef] = []
+    for statement in model.nodes(ast.Import) + model.nodes(ast.ImportFrom):
+        if model.scope_at(statement).resolve(local) != binding:
+            continue
+        for alias in statement.names:
+            if (alias.asname or alias.name.split(".")[0]) != local or alias.name == "*":
+                continue
+            if isinstance(statement, ast.Import):
+                if wanted is None or (alias.asname is None and "." in alias.name):
+                    continue
+                files, name = list(_absolute(alias.name, (), file.parent)), wanted
+            elif wanted is None:
+                files, name = list(_files_of_from_import(statement, (), file.parent)), alias.name
+            else:
+                files = [
+                    candidate for candidate in _files_of_from_import(statement, (alias.name,), file.parent)
+                    if candidate.stem == alias.name
+                ]
+                name = wanted
+            for candidate in files:
+                module = _module_at(candidate)
+                if module is not None:
+                    found.extend(
+                        child for child in module.body if isinstance(child, ast.ClassDef) and child.name == name
+                    )
+    return found
+
+
+def _files_of_from_import(statement: ast.ImportFrom, names: Tuple[str, ...], folder: Path) -> Iterator[Path]:
+    """The project files ``from m import ...`` may read: ``m``'s own, and the submodules ``names``."""
+    if statement.level:
+        base = folder
+        for _ in range(statement.level - 1):
+            base = base.parent
+        yield from _located(base, statement.module.split(".") if statement.module else [], list(names))
+    elif statement.module:
+        yield from _absolute(statement.module, names, folder)
+
+
 def _follow(tree: ast.Module, path: Path) -> List[ast.Module]:
     if not _is_file(path):
         return []
