@@ -384,6 +384,7 @@ def _only_handed_over(model: SemanticModel, function: Function) -> bool:
     """A function the module never calls but hands to a method of an object it made
     (``diffusion.p_sample_loop(model_fn, shape)``, where ``diffusion`` is what a factory returned):
     that object's code calls it back under its own grad mode (a sampler runs it without gradients).
+    Also a function its enclosing function returns (:func:`_returned_by_its_factory`).
     Not a function handed to a builtin (``map``), to an import (``threading.Thread``,
     ``gr.Interface``), to a pool or executor (``mp.Pool(4).map``: :func:`_an_executor`) or to code
     of the module, which run it with gradients on."""
@@ -393,7 +394,20 @@ def _only_handed_over(model: SemanticModel, function: Function) -> bool:
     if binding is None:
         return False
     reads = [use for use in model.uses(binding) if isinstance(use.ctx, ast.Load)]
-    return bool(reads) and all(_handed_to_an_objects_method(model, use) for use in reads)
+    return bool(reads) and all(
+        _handed_to_an_objects_method(model, use) or _returned_by_its_factory(model, function, use) for use in reads
+    )
+
+
+def _returned_by_its_factory(model: SemanticModel, function: Function, node: ast.expr) -> bool:
+    """``return model_fn`` in the function that defines ``model_fn`` (score SDE's ``get_model_fn``):
+    the factory's callers call it back, each under its own grad mode (a sampler without gradients,
+    a likelihood under ``enable_grad`` taking ``torch.autograd.grad`` through it)."""
+    parent = model.parent(node)
+    return (
+        isinstance(parent, ast.Return) and parent.value is node and function.scope.parent is not None
+        and model.scope_at(node) is function.scope.parent
+    )
 
 
 def _handed_to_an_objects_method(model: SemanticModel, node: ast.expr) -> bool:
