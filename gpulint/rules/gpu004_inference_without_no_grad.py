@@ -68,6 +68,8 @@ RECEIVER_ALONE_METHODS = (
 )
 """Methods whose result is made of the receiver alone (its arguments are dimensions, devices,
 dtypes, or compared with it to give a mask)."""
+MAX_FACTORY_DEPTH = 4
+"""How many factories deep :func:`_returned_by_its_factory` follows what they return."""
 
 Candidate = Tuple[ScopeFacts, List[ast.Call], Optional[Tuple[ast.stmt, str]]]
 """A scope's forward calls with gradients on and, where the scope trains, the statement the fix
@@ -399,15 +401,52 @@ def _only_handed_over(model: SemanticModel, function: Function) -> bool:
     )
 
 
-def _returned_by_its_factory(model: SemanticModel, function: Function, node: ast.expr) -> bool:
+def _returned_by_its_factory(model: SemanticModel, function: Function, node: ast.expr, depth: int = 0) -> bool:
     """``return model_fn`` in the function that defines ``model_fn`` (score SDE's ``get_model_fn``):
     the factory's callers call it back, each under its own grad mode (a sampler without gradients,
-    a likelihood under ``enable_grad`` taking ``torch.autograd.grad`` through it)."""
+    a likelihood under ``enable_grad`` taking ``torch.autograd.grad`` through it). Not where the
+    module itself calls what the factory returns, unless from a function that is in turn returned by
+    its own factory this way (score SDE's ``score_fn``, which ``get_score_fn`` returns)."""
     parent = model.parent(node)
-    return (
-        isinstance(parent, ast.Return) and parent.value is node and function.scope.parent is not None
-        and model.scope_at(node) is function.scope.parent
-    )
+    factory = model.function_of_scope(function.scope.parent) if function.scope.parent is not None else None
+    if not (
+        isinstance(parent, ast.Return) and parent.value is node and factory is not None
+        and model.scope_at(node) is function.scope.parent and depth <= MAX_FACTORY_DEPTH
+    ):
+        return False
+    return all(_made_only_for_factories(model, site.node, depth) for site in factory.calls)
+
+
+def _made_only_for_factories(model: SemanticModel, made: ast.Call, depth: int) -> bool:
+    """Whether the module calls what ``made`` returns only from functions their own factories return
+    (:func:`_returned_by_its_factory`): ``made`` bound by a plain assignment to a name, each call of
+    that name in such a function, and the name handed to no function of the module."""
+    statement = model.parent(made)
+    if isinstance(statement, ast.Return):
+        return True
+    if not (isinstance(statement, ast.Assign) and statement.value is made and len(statement.targets) == 1):
+        return False
+    place = model.place(statement.targets[0]) if isinstance(statement.targets[0], ast.Name) else None
+    if place is None:
+        return False
+    for use in model.uses(place.binding):
+        if not isinstance(use.ctx, ast.Load):
+            continue
+        call = model.parent(use)
+        if not isinstance(call, ast.Call):
+            continue
+        if call.func is not use:
+            if model.callee(call) is not None:
+                return False
+            continue
+        caller = model.innermost_function(call)
+        if caller is None or caller.owner is not None or caller.scope.parent is None:
+            return False
+        binding = caller.scope.parent.resolve(caller.name)
+        returns = [read for read in model.uses(binding) if isinstance(read.ctx, ast.Load)]
+        if not returns or not all(_returned_by_its_factory(model, caller, read, depth + 1) for read in returns):
+            return False
+    return True
 
 
 def _handed_to_an_objects_method(model: SemanticModel, node: ast.expr) -> bool:

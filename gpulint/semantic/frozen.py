@@ -8,8 +8,11 @@ over ``named_parameters()``) with the switch directly in the loop's body and no 
 ``break`` in it (which skip some parameters by name). A model any of whose parts
 (or owners) the code switches back on (``requires_grad_()``, ``requires_grad_(True)``, a loop over
 ``parameters()`` or ``named_parameters()`` switching any on) or replaces by what a call returns (a
-new head) is not frozen. A parameter is frozen where every call of its function in the module passes a frozen model (a
-fixed point over the call graph), as :mod:`gpulint.semantic.evaluation` does for evaluation mode.
+new head) is not frozen. An instance of a ``torch.nn`` module class whose constructor freezes it
+(:func:`freezes_itself`: pytorch-fid's ``InceptionV3``, LPIPS's ``vgg16``), the class the module's
+own or one a project module it imports defines, is frozen where it is built. A parameter is frozen
+where every call of its function in the module passes a frozen model (a fixed point over the call
+graph), as :mod:`gpulint.semantic.evaluation` does for evaluation mode.
 
 A frozen model builds no autograd graph of its own: calling it with gradients on costs nothing
 unless its inputs carry history, and then the graph is what training needs.
@@ -22,8 +25,8 @@ from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
 
 from gpulint.semantic.model import Function, Place, SemanticModel
 from gpulint.semantic.project_modules import imported_classes
-from gpulint.semantic.survey import is_false_constant, module_of
-from gpulint.semantic.torch_api import MODULE_RETURNING_METHODS
+from gpulint.semantic.survey import ast_dotted_name, is_false_constant, module_of
+from gpulint.semantic.torch_api import MODULE_CLASSES, MODULE_RETURNING_METHODS, TORCH_NN_SPELLINGS
 
 
 def frozen_models(model: SemanticModel) -> FrozenSet[Place]:
@@ -59,24 +62,40 @@ def _built_frozen(model: SemanticModel) -> Set[Place]:
         if not isinstance(built, ast.Call) or not isinstance(built.func, (ast.Name, ast.Attribute)):
             continue
         freezing = _class_freezing(model, built.func, known)
-        if freezing is not None and _left_frozen(built, freezing):
+        if freezing is not None and _left_frozen(built, freezing) and not _switched_on_in_chain(assign.value):
             found.update(place for place in map(model.place, assign.targets) if place is not None)
     return found
+
+
+def _switched_on_in_chain(value: ast.expr) -> bool:
+    """Whether a module-returning chain switches gradients back on (``Frozen().requires_grad_(True).cuda()``)."""
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in MODULE_RETURNING_METHODS:
+        if value.func.attr == "requires_grad_" and _switched_on(value):
+            return True
+        value = value.func.value
+    return False
 
 
 def _class_freezing(
     model: SemanticModel, func: ast.expr, known: Dict[Tuple[Optional[str], str], Optional[Freezing]],
 ) -> Optional[Freezing]:
     """How the class ``func`` names freezes itself, None where it does not (or is not a class
-    found): decided once per spelling of the name, for a name bound where the module binds it."""
+    found): decided once per spelling of the name, for a name the module binds only by the class
+    statement, or only by imports at its top level (not also by an assignment, a ``def`` or an
+    ``except`` fallback: the name may then be another class)."""
+    named = func.value if isinstance(func, ast.Attribute) else func
+    if not isinstance(named, ast.Name):
+        return None
+    binding = model.scope_at(named).resolve(named.id)
+    binders = model.binders(binding)
     defined = model.defined_class(func)
     if defined is not None:
-        return freezes_itself(defined)
-    if model.path is None or not (isinstance(func, ast.Name) or (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name))):
+        return freezes_itself(defined) if binders == [defined] else None
+    if model.path is None or binding.scope is not model.root or not binders:
         return None
-    key = (func.value.id, func.attr) if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) else (None, getattr(func, "id", ""))
-    if model.scope_at(func).resolve(key[0] or key[1]).scope is not model.root:
+    if not all(isinstance(binder, (ast.Import, ast.ImportFrom)) for binder in binders):
         return None
+    key = (named.id, func.attr) if isinstance(func, ast.Attribute) else (None, named.id)
     if key not in known:
         ways = {freezes_itself(cls) for cls in imported_classes(model, model.path, func)}
         known[key] = ways.pop() if len(ways) == 1 else None
@@ -89,15 +108,49 @@ Freezing = Tuple[Optional[str], int]
 
 
 def freezes_itself(cls: ast.ClassDef) -> Optional[Freezing]:
-    """Whether a class's ``__init__`` switches gradients off for all its parameters at the end
-    (``for p in self.parameters(): p.requires_grad = False``, ``self.requires_grad_(False)``, or
-    to a parameter of ``__init__`` that defaults to False: pytorch-fid's ``InceptionV3(...,
-    requires_grad=False)``; or switches them off under ``if not flag:`` with such a parameter,
-    as LPIPS's ``vgg16(requires_grad=False)``) with nothing after it that adds a part, and no method of the class
-    switches any gradient on. None where it does not."""
+    """Whether a ``torch.nn`` module class's ``__init__`` switches gradients off for all its
+    parameters at the end (``for p in self.parameters(): p.requires_grad = False``,
+    ``self.requires_grad_(False)``, or to a parameter of ``__init__`` that defaults to False and is
+    never reassigned: pytorch-fid's ``InceptionV3(..., requires_grad=False)``; or switches them off
+    under ``if not flag:`` with such a parameter, as LPIPS's ``vgg16(requires_grad=False)``), with
+    no ``return`` before the switch and nothing after it that adds a part; and no other code of the
+    class switches any gradient to anything but False, or adds a part outside ``__init__`` (a helper
+    the constructor calls may). None where it does not, or where a base is not a ``torch.nn`` class (an
+    inherited method may switch gradients on)."""
     init = next((node for node in cls.body if isinstance(node, ast.FunctionDef) and node.name == "__init__"), None)
-    if init is None or any(_switches_on(node) for node in ast.walk(cls)):
+    if init is None or not cls.bases or not all(_is_torch_module_class(base) for base in cls.bases):
         return None
+    found = _final_switch(init)
+    if found is None:
+        return None
+    index, value, guard = found
+    switch = init.body[index]
+    inside = {id(node) for node in ast.walk(switch)}
+    if (
+        any(_switches_on(node) for node in ast.walk(cls) if id(node) not in inside)
+        or any(_adds_a_part(node) for later in init.body[index + 1:] for node in ast.walk(later))
+        or any(isinstance(node, ast.Return) for earlier in init.body[:index] for node in _own_nodes(earlier))
+        or any(
+            _adds_a_part(node) for method in cls.body
+            if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) and method is not init
+            for node in ast.walk(method)
+        )
+    ):
+        return None
+    if guard is not None:
+        freezing = _defaulting_to_false(init.args, guard) if is_false_constant(value) else None
+    elif is_false_constant(value):
+        return (None, -1)
+    else:
+        freezing = _defaulting_to_false(init.args, value)
+    if freezing is None or _stores_name(init, freezing[0]):
+        return None
+    return freezing
+
+
+def _final_switch(init: ast.FunctionDef) -> Optional[Tuple[int, ast.expr, Optional[ast.Name]]]:
+    """The last statement of ``__init__``'s body that switches all of ``self``'s gradients: its
+    index, the value it switches them to, and the flag of an ``if not flag:`` around it."""
     for index in range(len(init.body) - 1, -1, -1):
         statement = init.body[index]
         guard = _unless_asked(statement)
@@ -105,16 +158,35 @@ def freezes_itself(cls: ast.ClassDef) -> Optional[Freezing]:
             value = _self_switch(statement.body[0]) if guard is not None else None
         else:
             value = _self_switch(statement)
-        if value is None:
-            continue
-        if any(_adds_a_part(node) for later in init.body[index + 1:] for node in ast.walk(later)):
-            return None
-        if guard is not None:
-            return _defaulting_to_false(init.args, guard) if is_false_constant(value) else None
-        if is_false_constant(value):
-            return (None, -1)
-        return _defaulting_to_false(init.args, value)
+        if value is not None:
+            return index, value, guard
     return None
+
+
+def _is_torch_module_class(base: ast.expr) -> bool:
+    """``nn.Module``, ``torch.nn.Sequential``, a bare ``Module``: a base whose methods are torch's."""
+    dotted = ast_dotted_name(base)
+    if dotted is None:
+        return False
+    namespace, _, name = dotted.rpartition(".")
+    return name in MODULE_CLASSES and namespace in TORCH_NN_SPELLINGS
+
+
+def _own_nodes(statement: ast.stmt) -> Iterator[ast.AST]:
+    """The nodes of ``statement`` outside the functions and classes it defines."""
+    pending: List[ast.AST] = [statement]
+    while pending:
+        node = pending.pop()
+        yield node
+        pending.extend(
+            child for child in ast.iter_child_nodes(node)
+            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef))
+        )
+
+
+def _stores_name(function: ast.FunctionDef, name: Optional[str]) -> bool:
+    """Whether ``function`` assigns (or deletes) ``name`` anywhere: a parameter changed before use."""
+    return any(isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load) for node in ast.walk(function))
 
 
 def _unless_asked(statement: ast.stmt) -> Optional[ast.Name]:
@@ -159,13 +231,12 @@ def _is_self(node: ast.expr) -> bool:
 
 
 def _switches_on(node: ast.AST) -> bool:
-    """``x.requires_grad_()``, ``x.requires_grad_(True)`` or ``x.requires_grad = True``."""
+    """``x.requires_grad_()``, ``x.requires_grad_(flag)`` or ``x.requires_grad = flag``: a switch to
+    anything but False."""
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "requires_grad_":
-        return not node.args or (isinstance(node.args[0], ast.Constant) and node.args[0].value is True)
+        return _switched_on(node)
     if isinstance(node, ast.Assign):
-        return any(isinstance(t, ast.Attribute) and t.attr == "requires_grad" for t in node.targets) and (
-            isinstance(node.value, ast.Constant) and node.value.value is True
-        )
+        return any(isinstance(t, ast.Attribute) and t.attr == "requires_grad" for t in node.targets) and not is_false_constant(node.value)
     return False
 
 

@@ -398,6 +398,17 @@ class SemanticModel(Survey):
         the module's ``from torch.utils import data``."""
         return binding in self._bindings_made_otherwise
 
+    def binders(self, binding: Binding) -> List[ast.AST]:
+        """Every node that makes ``binding``: a name stored or deleted (by an assignment, a loop, a
+        ``with``, a walrus, a ``del``), and each ``def``, class, import statement, ``except ... as``
+        or ``match`` pattern binding it."""
+        found: List[ast.AST] = [name for name in self.uses(binding) if not isinstance(name.ctx, ast.Load)]
+        found.extend(
+            where for name, where in self._other_bindings
+            if name.split(".")[0] == binding.name and self.scope_at(where).resolve(binding.name) == binding
+        )
+        return found
+
     def is_builtin(self, node: ast.AST, names: Iterable[str]) -> bool:
         """Whether ``node`` is a name of one of the builtins ``names`` that no scope of the module
         rebinds (``print``, ``len``: not a local ``len = torch.sum``, nor a module's ``def len``)."""

@@ -335,6 +335,10 @@ FORWARD_METHODS = frozenset({"forward", "inference", "infer", "encode", "decode"
 """Methods that run a model's forward pass (``model.inference(x)`` in Tacotron-style models,
 ``model.encode(src)`` and ``model.decode(memory, tgt)`` in encoder-decoders)."""
 
+TORCH_NN_SPELLINGS = frozenset({"", "nn", "torch.nn"})
+"""How a class of ``torch.nn`` is named as written, read where a class of another file is read
+without its imports resolved (``nn.Module``, ``torch.nn.Sequential``, a bare ``Module``)."""
+
 MODULE_RETURNING_METHODS = frozenset({
     "float", "half", "bfloat16", "double", "to", "cuda", "cpu", "eval", "train", "requires_grad_",
 })
