@@ -30,18 +30,31 @@ def _target_names(target: cst.BaseExpression) -> Set[str]:
 
 
 def _stored_names(node: cst.CSTNode) -> Set[str]:
-    """Every name a statement or block binds anywhere in it (assignments, loops, ``with ... as``)."""
+    """Every name a statement or block binds anywhere in it (assignments, loops, ``with ... as``,
+    ``match`` patterns)."""
     found: Set[str] = set()
     for child in subexpressions(node):
         if isinstance(child, cst.AssignTarget):
             found |= _target_names(child.target)
-        elif isinstance(child, (cst.AugAssign, cst.AnnAssign, cst.For)):
+        elif isinstance(child, cst.AnnAssign):
             found |= _target_names(child.target)
-        elif isinstance(child, cst.NamedExpr):
-            found |= _target_names(child.target)
-        elif isinstance(child, cst.AsName):
-            found |= _target_names(child.name)
+        else:
+            found |= _bound_otherwise(child)
     return found
+
+
+def _bound_otherwise(node: cst.CSTNode) -> Set[str]:
+    """The names one node binds other than by a plain assignment: ``name += x``, a loop target,
+    ``(name := x)``, ``as name``, a ``match`` pattern's capture."""
+    if isinstance(node, (cst.AugAssign, cst.For, cst.NamedExpr)):
+        return _target_names(node.target)
+    if isinstance(node, cst.AsName):
+        return _target_names(node.name)
+    if isinstance(node, (cst.MatchAs, cst.MatchStar)) and node.name is not None:
+        return {node.name.value}
+    if isinstance(node, cst.MatchMapping) and node.rest is not None:
+        return {node.rest.value}
+    return set()
 
 
 class _Reads(cst.CSTVisitor):
@@ -92,8 +105,8 @@ def _assigned_value(statement: cst.CSTNode, name: str) -> Optional[cst.BaseExpre
 def _plain_assignments_within(statement: cst.CSTNode, name: str) -> Optional[List[cst.BaseExpression]]:
     """The values a statement assigns to ``name`` by plain assignments anywhere in it (a branch, a
     ``with`` or ``try`` block, a nested loop); None where it also binds the name another way
-    (``name += x``, a loop target, ``with ... as name``, ``(name := x)``), which may carry the value
-    the name had."""
+    (``name += x``, a loop target, ``with ... as name``, ``(name := x)``, a ``match`` pattern
+    capturing it), which may carry the value the name had."""
     values: List[cst.BaseExpression] = []
     for child in subexpressions(statement):
         if isinstance(child, cst.Assign):
@@ -102,10 +115,7 @@ def _plain_assignments_within(statement: cst.CSTNode, name: str) -> Optional[Lis
         elif isinstance(child, cst.AnnAssign):
             if child.value is not None and name in _target_names(child.target):
                 values.append(child.value)
-        elif isinstance(child, (cst.AugAssign, cst.For, cst.NamedExpr)):
-            if name in _target_names(child.target):
-                return None
-        elif isinstance(child, cst.AsName) and name in _target_names(child.name):
+        elif name in _bound_otherwise(child):
             return None
     return values
 
