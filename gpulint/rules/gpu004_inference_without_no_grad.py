@@ -404,46 +404,50 @@ def _only_handed_over(model: SemanticModel, function: Function) -> bool:
 def _returned_by_its_factory(model: SemanticModel, function: Function, node: ast.expr, depth: int = 0) -> bool:
     """``return model_fn`` in the function that defines ``model_fn`` (score SDE's ``get_model_fn``):
     the factory's callers call it back, each under its own grad mode (a sampler without gradients,
-    a likelihood under ``enable_grad`` taking ``torch.autograd.grad`` through it). Not where the
-    module itself calls what the factory returns, unless from a function that is in turn returned by
-    its own factory this way (score SDE's ``score_fn``, which ``get_score_fn`` returns)."""
+    a likelihood under ``enable_grad`` taking ``torch.autograd.grad`` through it). Only where the
+    module reads the factory's name nowhere but in calls, and binds each call's result to a name it
+    only calls, from functions that are in turn returned by their own factories this way (score
+    SDE's ``score_fn``, which ``get_score_fn`` returns): a result handed on, stored, aliased or
+    returned may be called with gradients on."""
     parent = model.parent(node)
     factory = model.function_of_scope(function.scope.parent) if function.scope.parent is not None else None
     if not (
-        isinstance(parent, ast.Return) and parent.value is node and factory is not None
+        isinstance(parent, ast.Return) and parent.value is node and factory is not None and factory.owner is None
         and model.scope_at(node) is function.scope.parent and depth <= MAX_FACTORY_DEPTH
     ):
         return False
-    return all(_made_only_for_factories(model, site.node, depth) for site in factory.calls)
+    reads = [use for use in _reads_of(model, factory) if isinstance(use.ctx, ast.Load)]
+    sites = {id(site.node) for site in factory.calls}
+    if any(not (isinstance(model.parent(use), ast.Call) and getattr(model.parent(use), "func", None) is use and id(model.parent(use)) in sites) for use in reads):
+        return False
+    return all(_called_only_from_factories(model, site.node, depth) for site in factory.calls)
 
 
-def _made_only_for_factories(model: SemanticModel, made: ast.Call, depth: int) -> bool:
-    """Whether the module calls what ``made`` returns only from functions their own factories return
-    (:func:`_returned_by_its_factory`): ``made`` bound by a plain assignment to a name, each call of
-    that name in such a function, and the name handed to no function of the module."""
+def _reads_of(model: SemanticModel, function: Function) -> List[ast.Name]:
+    """The names that refer to a function of the module by its binding."""
+    scope = function.scope.parent
+    return [] if scope is None else model.uses(scope.resolve(function.name))
+
+
+def _called_only_from_factories(model: SemanticModel, made: ast.Call, depth: int) -> bool:
+    """Whether ``made`` is bound by a plain assignment to a name that the module only calls, each
+    call in a function its own factory returns (:func:`_returned_by_its_factory`)."""
     statement = model.parent(made)
-    if isinstance(statement, ast.Return):
-        return True
     if not (isinstance(statement, ast.Assign) and statement.value is made and len(statement.targets) == 1):
         return False
     place = model.place(statement.targets[0]) if isinstance(statement.targets[0], ast.Name) else None
     if place is None:
         return False
     for use in model.uses(place.binding):
-        if not isinstance(use.ctx, ast.Load):
+        if use is statement.targets[0]:
             continue
         call = model.parent(use)
-        if not isinstance(call, ast.Call):
-            continue
-        if call.func is not use:
-            if model.callee(call) is not None:
-                return False
-            continue
+        if not (isinstance(use.ctx, ast.Load) and isinstance(call, ast.Call) and call.func is use):
+            return False
         caller = model.innermost_function(call)
         if caller is None or caller.owner is not None or caller.scope.parent is None:
             return False
-        binding = caller.scope.parent.resolve(caller.name)
-        returns = [read for read in model.uses(binding) if isinstance(read.ctx, ast.Load)]
+        returns = [read for read in _reads_of(model, caller) if isinstance(read.ctx, ast.Load)]
         if not returns or not all(_returned_by_its_factory(model, caller, read, depth + 1) for read in returns):
             return False
     return True

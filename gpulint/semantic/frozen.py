@@ -9,8 +9,8 @@ over ``named_parameters()``) with the switch directly in the loop's body and no 
 (or owners) the code switches back on (``requires_grad_()``, ``requires_grad_(True)``, a loop over
 ``parameters()`` or ``named_parameters()`` switching any on) or replaces by what a call returns (a
 new head) is not frozen. An instance of a ``torch.nn`` module class whose constructor freezes it
-(:func:`freezes_itself`: pytorch-fid's ``InceptionV3``, LPIPS's ``vgg16``), the class the module's
-own or one a project module it imports defines, is frozen where it is built. A parameter is frozen
+(:func:`freezes_itself`: pytorch-fid's ``InceptionV3``, LPIPS's ``vgg16``), defined by the module
+or by a project module it imports, is frozen where it is built. A parameter is frozen
 where every call of its function in the module passes a frozen model (a fixed point over the call
 graph), as :mod:`gpulint.semantic.evaluation` does for evaluation mode.
 
@@ -21,9 +21,11 @@ unless its inputs carry history, and then the graph is what training needs.
 from __future__ import annotations
 
 import ast
+from collections import defaultdict
 from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple
 
 from gpulint.semantic.model import Function, Place, SemanticModel
+from gpulint.semantic.model_size import GROWING_METHODS
 from gpulint.semantic.project_modules import imported_classes
 from gpulint.semantic.survey import ast_dotted_name, is_false_constant, module_of
 from gpulint.semantic.torch_api import MODULE_CLASSES, MODULE_RETURNING_METHODS, TORCH_NN_SPELLINGS
@@ -50,21 +52,65 @@ def frozen_models(model: SemanticModel) -> FrozenSet[Place]:
 
 
 def _built_frozen(model: SemanticModel) -> Set[Place]:
-    """The places an assignment binds to a new instance of a class that freezes itself
-    (:func:`freezes_itself`), where the construction leaves it frozen (``InceptionV3([3])``, not
-    ``InceptionV3([3], requires_grad=True)``), also at the start of a module-returning chain
+    """The places bound to a new instance of a class that freezes itself (:func:`freezes_itself`),
+    where the construction leaves it frozen (``InceptionV3([3])``, not ``InceptionV3([3],
+    requires_grad=True)``), also at the start of a module-returning chain
     (``InceptionV3([3]).cuda().eval()``). The class is the module's own, or one a project module
-    defines that the file imports (:func:`~gpulint.semantic.project_modules.imported_classes`)."""
-    found: Set[Place] = set()
-    known: Dict[Tuple[Optional[str], str], Optional[Freezing]] = {}
+    defines that the file imports (:func:`~gpulint.semantic.project_modules.imported_classes`).
+    Every assignment of such a place binds such an instance or another such place (a model cached in
+    a global, ``model = FID_MODEL``), and nothing else binds it (``model`` rebound to another
+    network later is not one of them)."""
+    values: Dict[Place, List[ast.expr]] = defaultdict(list)
     for assign in model.nodes(ast.Assign):
-        built = module_of(assign.value)
-        if not isinstance(built, ast.Call) or not isinstance(built.func, (ast.Name, ast.Attribute)):
-            continue
-        freezing = _class_freezing(model, built.func, known)
-        if freezing is not None and _left_frozen(built, freezing) and not _switched_on_in_chain(assign.value):
-            found.update(place for place in map(model.place, assign.targets) if place is not None)
+        for place in map(model.place, assign.targets):
+            if place is not None:
+                values[place].append(assign.value)
+    known: Dict[Tuple[Optional[str], str], Optional[Freezing]] = {}
+    built = {
+        id(value) for assigned in values.values() for value in assigned
+        if _builds_frozen(model, value, known)
+    }
+    references = {
+        id(value): _reference(model, value) for assigned in values.values() for value in assigned if id(value) not in built
+    }
+    candidates = {
+        place for place, assigned in values.items()
+        if (place.path or len(model.binders(place.binding)) == len(assigned))
+        and all(id(value) in built or references[id(value)] is not None for value in assigned)
+    }
+    changed = True
+    while changed:
+        dropped = {
+            place for place in candidates
+            if any(id(value) not in built and references[id(value)] not in candidates for value in values[place])
+        }
+        candidates -= dropped
+        changed = bool(dropped)
+    found: Set[Place] = set()
+    changed = True
+    while changed:
+        reached = {
+            place for place in candidates - found
+            if any(id(value) in built or references[id(value)] in found for value in values[place])
+        }
+        found |= reached
+        changed = bool(reached)
     return found
+
+
+def _builds_frozen(model: SemanticModel, value: ast.expr, known: Dict[Tuple[Optional[str], str], Optional[Freezing]]) -> bool:
+    """Whether ``value`` builds an instance of a class that freezes itself and leaves it frozen."""
+    built = module_of(value)
+    if not isinstance(built, ast.Call) or not isinstance(built.func, (ast.Name, ast.Attribute)):
+        return False
+    freezing = _class_freezing(model, built.func, known)
+    return freezing is not None and _left_frozen(built, freezing) and not _switched_on_in_chain(value)
+
+
+def _reference(model: SemanticModel, value: ast.expr) -> Optional[Place]:
+    """The place ``value`` names, through a module-returning chain that switches nothing back on."""
+    root = _module_of(value)
+    return model.place(root) if root is not None and not _switched_on_in_chain(value) else None
 
 
 def _switched_on_in_chain(value: ast.expr) -> bool:
@@ -114,8 +160,8 @@ def freezes_itself(cls: ast.ClassDef) -> Optional[Freezing]:
     never reassigned: pytorch-fid's ``InceptionV3(..., requires_grad=False)``; or switches them off
     under ``if not flag:`` with such a parameter, as LPIPS's ``vgg16(requires_grad=False)``), with
     no ``return`` before the switch and nothing after it that adds a part; and no other code of the
-    class switches any gradient to anything but False, or adds a part outside ``__init__`` (a helper
-    the constructor calls may). None where it does not, or where a base is not a ``torch.nn`` class (an
+    class switches any gradient to anything but False, or adds a part outside ``__init__`` (as a
+    helper the constructor calls to build a head does). None where it does not, or where a base is not a ``torch.nn`` class (an
     inherited method may switch gradients on)."""
     init = next((node for node in cls.body if isinstance(node, ast.FunctionDef) and node.name == "__init__"), None)
     if init is None or not cls.bases or not all(_is_torch_module_class(base) for base in cls.bases):
@@ -143,7 +189,7 @@ def freezes_itself(cls: ast.ClassDef) -> Optional[Freezing]:
         return (None, -1)
     else:
         freezing = _defaulting_to_false(init.args, value)
-    if freezing is None or _stores_name(init, freezing[0]):
+    if freezing is None or (freezing[0] is not None and _stores_name(init, freezing[0])):
         return None
     return freezing
 
@@ -184,7 +230,7 @@ def _own_nodes(statement: ast.stmt) -> Iterator[ast.AST]:
         )
 
 
-def _stores_name(function: ast.FunctionDef, name: Optional[str]) -> bool:
+def _stores_name(function: ast.FunctionDef, name: str) -> bool:
     """Whether ``function`` assigns (or deletes) ``name`` anywhere: a parameter changed before use."""
     return any(isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load) for node in ast.walk(function))
 
@@ -213,7 +259,8 @@ def _self_switch(statement: ast.stmt) -> Optional[ast.expr]:
     iterated, target = statement.iter, statement.target
     if not (
         isinstance(iterated, ast.Call) and not iterated.args and isinstance(iterated.func, ast.Attribute)
-        and iterated.func.attr == "parameters" and _is_self(iterated.func.value) and isinstance(target, ast.Name)
+        and not iterated.keywords and iterated.func.attr == "parameters" and _is_self(iterated.func.value)
+        and isinstance(target, ast.Name)
     ):
         return None
     if any(isinstance(node, (ast.Continue, ast.Break, ast.If)) for inner in statement.body for node in ast.walk(inner)):
@@ -241,14 +288,26 @@ def _switches_on(node: ast.AST) -> bool:
 
 
 def _adds_a_part(node: ast.AST) -> bool:
-    """``self.head = ...`` or ``self.add_module(...)``/``self.register_parameter(...)``: a part added after the switch."""
+    """Something stored on ``self`` (``self.head = ...``, ``self.blocks[1] = ...``), added to it or
+    to a container it holds (``self.add_module(...)``, ``self.register_parameter(...)``,
+    ``self.blocks.append(...)``), or set by name (``setattr(self, ...)``): a part that may need
+    gradients."""
     if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        return any(isinstance(t, ast.Attribute) and _is_self(t.value) for t in targets)
-    return (
-        isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and _is_self(node.func.value)
-        and node.func.attr in ("add_module", "register_module", "register_parameter")
-    )
+        stored = [part for target in targets for part in (target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target])]
+        return any(isinstance(part, (ast.Attribute, ast.Subscript)) and _held_by_self(part) for part in stored)
+    if not isinstance(node, ast.Call):
+        return False
+    if isinstance(node.func, ast.Name) and node.func.id == "setattr":
+        return bool(node.args) and _is_self(node.args[0])
+    return isinstance(node.func, ast.Attribute) and node.func.attr in GROWING_METHODS and _held_by_self(node.func.value)
+
+
+def _held_by_self(node: ast.expr) -> bool:
+    """``self``, or an attribute or item reached from it (``self.blocks[0].layers``)."""
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return _is_self(node)
 
 
 def _defaulting_to_false(arguments: ast.arguments, value: ast.expr) -> Optional[Freezing]:

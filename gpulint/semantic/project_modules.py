@@ -65,8 +65,9 @@ def imported_classes(model: SemanticModel, path: str, node: ast.expr) -> List[as
     """The project's ``class`` statements that ``node`` names through the file's imports: ``Name``
     bound by ``from m import Name`` (or ``as`` another name), or ``m.Name`` with ``m`` bound by
     ``import m`` or ``from p import m``, each a class statement at the top of the file the import
-    names (:func:`project_modules` looks for files the same way). Empty where the name is bound
-    otherwise, or the file or the class is not found."""
+    names (:func:`project_modules` looks for files the same way), where nothing else at the top of
+    that file binds the name too. Empty where the name is bound otherwise, or the file or the class
+    is not found."""
     if isinstance(node, ast.Name):
         local, wanted = node.id, None
     elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
@@ -99,10 +100,33 @@ def imported_classes(model: SemanticModel, path: str, node: ast.expr) -> List[as
             for candidate in files:
                 module = _module_at(candidate)
                 if module is not None:
-                    found.extend(
-                        child for child in module.body if isinstance(child, ast.ClassDef) and child.name == name
-                    )
+                    classes = [child for child in module.body if isinstance(child, ast.ClassDef) and child.name == name]
+                    if len(classes) == 1 and _top_level_binders(module, name) == 1:
+                        found.extend(classes)
     return found
+
+
+def _top_level_binders(module: ast.Module, name: str) -> int:
+    """How many statements of the module's own code (outside its functions and classes) bind
+    ``name``: a ``class`` statement, a ``def``, an import, an assignment or any other store."""
+    count = 0
+    pending: List[ast.AST] = list(module.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            count += node.name == name
+            pending.extend(node.decorator_list)
+            continue
+        if isinstance(node, ast.Lambda):
+            continue
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            count += node.id == name
+        elif isinstance(node, ast.alias):
+            count += (node.asname or node.name.split(".")[0]) == name
+        elif isinstance(node, ast.ExceptHandler):
+            count += node.name == name
+        pending.extend(ast.iter_child_nodes(node))
+    return count
 
 
 def _files_of_from_import(statement: ast.ImportFrom, names: Tuple[str, ...], folder: Path) -> Iterator[Path]:
