@@ -7,8 +7,9 @@ module: ``G = copy.deepcopy(net).eval().requires_grad_(False).to(device)`` freez
 over ``named_parameters()``) with the switch directly in the loop's body and no ``continue`` or
 ``break`` in it (which skip some parameters by name). A model any of whose parts
 (or owners) the code switches back on (``requires_grad_()``, ``requires_grad_(True)``, a loop over
-``parameters()`` or ``named_parameters()`` switching any on) or replaces by what a call returns (a
-new head) is not frozen. An instance of a ``torch.nn`` module class whose constructor freezes it
+``parameters()`` or ``named_parameters()`` switching any on, ``model.trunk.weight.requires_grad =
+True``) or replaces by what a call returns (a new head, ``model.classifier[6] = nn.Linear(...)``) is
+not frozen. An instance of a ``torch.nn`` module class whose constructor freezes it
 (:func:`freezes_itself`: pytorch-fid's ``InceptionV3``, LPIPS's ``vgg16``), defined by the module
 or by a project module it imports, is frozen where it is built. A parameter is frozen
 where every call of its function in the module passes a frozen model (a fixed point over the call
@@ -339,7 +340,8 @@ def _left_frozen(call: ast.Call, freezing: Freezing) -> bool:
 
 
 def _switches(model: SemanticModel) -> Iterator[Tuple[Place, bool]]:
-    """(place, switched on) for every place the code switches its parameters' gradients for."""
+    """(place, switched on) for every place the code switches its parameters' gradients for (also
+    one parameter: ``model.trunk.weight.requires_grad = True`` switches ``model`` on in part)."""
     for call in model.method_calls("requires_grad_"):
         switched_on = _switched_on(call)
         receiver = _module_of(call.func.value) if isinstance(call.func, ast.Attribute) else None
@@ -353,15 +355,25 @@ def _switches(model: SemanticModel) -> Iterator[Tuple[Place, bool]]:
         found = _parameter_loop(model, loop)
         if found is not None:
             yield found
+    for assign in model.nodes(ast.Assign):
+        if not is_false_constant(assign.value):
+            for switched in assign.targets:
+                receiver = switched.value if isinstance(switched, ast.Attribute) and switched.attr == "requires_grad" else None
+                part = model.place(receiver) if isinstance(receiver, (ast.Name, ast.Attribute)) else None
+                if part is not None:
+                    yield part, True
 
 
 def _replaced_parts(model: SemanticModel) -> Set[Place]:
-    """Attributes the code sets to what a call returns (``model.fc = nn.Linear(512, 2)``): a part of
-    a frozen model replaced that way has parameters that need gradients."""
+    """Attributes the code sets to what a call returns (``model.fc = nn.Linear(512, 2)``), or an item
+    of (``model.classifier[6] = nn.Linear(4096, 2)``): a part of a frozen model replaced that way has
+    parameters that need gradients."""
     found = set()
     for assign in model.nodes(ast.Assign):
         if isinstance(assign.value, ast.Call):
             for target in assign.targets:
+                if isinstance(target, ast.Subscript):
+                    target = target.value
                 place = model.place(target) if isinstance(target, ast.Attribute) else None
                 if place is not None:
                     found.add(place)
