@@ -392,10 +392,7 @@ def _only_handed_over(model: SemanticModel, function: Function) -> bool:
     of the module, which run it with gradients on."""
     if function.calls or function.owner is not None:
         return False
-    binding = function.scope.parent.resolve(function.name) if function.scope.parent is not None else None
-    if binding is None:
-        return False
-    reads = [use for use in model.uses(binding) if isinstance(use.ctx, ast.Load)]
+    reads = _reads_of(model, function)
     return bool(reads) and all(
         _handed_to_an_objects_method(model, use) or _returned_by_its_factory(model, function, use) for use in reads
     )
@@ -416,17 +413,23 @@ def _returned_by_its_factory(model: SemanticModel, function: Function, node: ast
         and model.scope_at(node) is function.scope.parent and depth <= MAX_FACTORY_DEPTH
     ):
         return False
-    reads = [use for use in _reads_of(model, factory) if isinstance(use.ctx, ast.Load)]
-    sites = {id(site.node) for site in factory.calls}
-    if any(not (isinstance(model.parent(use), ast.Call) and getattr(model.parent(use), "func", None) is use and id(model.parent(use)) in sites) for use in reads):
-        return False
-    return all(_called_only_from_factories(model, site.node, depth) for site in factory.calls)
+    calls = {id(site.node) for site in factory.calls}
+    return all(id(_called_by(model, read)) in calls for read in _reads_of(model, factory)) and all(
+        _called_only_from_factories(model, site.node, depth) for site in factory.calls
+    )
 
 
 def _reads_of(model: SemanticModel, function: Function) -> List[ast.Name]:
-    """The names that refer to a function of the module by its binding."""
+    """The names that read a function of the module, by its binding."""
     scope = function.scope.parent
-    return [] if scope is None else model.uses(scope.resolve(function.name))
+    uses = [] if scope is None else model.uses(scope.resolve(function.name))
+    return [use for use in uses if isinstance(use.ctx, ast.Load)]
+
+
+def _called_by(model: SemanticModel, name: ast.Name) -> Optional[ast.Call]:
+    """The call ``name`` is the callee of (``name(...)``), None where it is read otherwise."""
+    parent = model.parent(name)
+    return parent if isinstance(parent, ast.Call) and parent.func is name else None
 
 
 def _called_only_from_factories(model: SemanticModel, made: ast.Call, depth: int) -> bool:
@@ -441,13 +444,11 @@ def _called_only_from_factories(model: SemanticModel, made: ast.Call, depth: int
     for use in model.uses(place.binding):
         if use is statement.targets[0]:
             continue
-        call = model.parent(use)
-        if not (isinstance(use.ctx, ast.Load) and isinstance(call, ast.Call) and call.func is use):
+        call = _called_by(model, use)
+        caller = model.innermost_function(call) if call is not None else None
+        if caller is None or caller.owner is not None:
             return False
-        caller = model.innermost_function(call)
-        if caller is None or caller.owner is not None or caller.scope.parent is None:
-            return False
-        returns = [read for read in _reads_of(model, caller) if isinstance(read.ctx, ast.Load)]
+        returns = _reads_of(model, caller)
         if not returns or not all(_returned_by_its_factory(model, caller, read, depth + 1) for read in returns):
             return False
     return True
