@@ -162,8 +162,8 @@ def freezes_itself(cls: ast.ClassDef) -> Optional[Freezing]:
     under ``if not flag:`` with such a parameter, as LPIPS's ``vgg16(requires_grad=False)``), with
     no ``return`` before the switch and nothing after it that adds a part; and no other code of the
     class switches any gradient to anything but False, or adds a part outside ``__init__`` (as a
-    helper the constructor calls to build a head does). None where it does not, or where a base is not a ``torch.nn`` class (an
-    inherited method may switch gradients on)."""
+    helper the constructor calls to build a head does). None where it does not, or where a base is
+    not a ``torch.nn`` class (an inherited method may switch gradients on)."""
     init = next((node for node in cls.body if isinstance(node, ast.FunctionDef) and node.name == "__init__"), None)
     if init is None or not cls.bases or not all(_is_torch_module_class(base) for base in cls.bases):
         return None
