@@ -43,38 +43,29 @@ def digest_of(data: bytes) -> str:
 
 
 CODE_SUFFIXES = (".py", ".ipynb")
-"""The project's code files: Python modules and notebooks."""
-DOCUMENT_SUFFIXES = (".md", ".markdown", ".rst", ".sh")
-"""The project's documents besides its READMEs: pages and shell scripts (``MODEL_ZOO.md``, ``download.sh``); not
-plain-text files, which programs write as logs."""
+"""The files a folder's recorded listing names: Python modules and notebooks."""
 SKIPPED_FOLDERS = frozenset({"__pycache__", "node_modules", "site-packages", "build", "dist"})
 """Folders that hold no code of the project's own: a folder's recorded listing leaves them out,
 with hidden folders and virtual environments."""
 
 
-def is_document(name: str) -> bool:
-    """Whether a file of this name is one of the project's documents (a README of any suffix, or a
-    file of a :data:`DOCUMENT_SUFFIXES` suffix)."""
-    return name.lower().endswith(DOCUMENT_SUFFIXES) or name.lower().startswith("readme")
-
-
-def project_listing(folder: Path) -> Tuple[List[str], List[str]]:
-    """The folder's subfolders that may hold the project's code, and its code files and documents,
-    each sorted (what a folder is recorded with: writing a checkpoint or a log there does not change
-    it). Raises OSError where the folder cannot be listed."""
+def code_listing(folder: Path) -> Tuple[List[str], List[str]]:
+    """The folder's subfolders that may hold the project's code and its Python modules and
+    notebooks, each sorted (what a folder is recorded with: writing a checkpoint or a log there
+    does not change it). Raises OSError where the folder cannot be listed."""
     folders: List[str] = []
     files: List[str] = []
     for entry in os.scandir(folder):
         if entry.is_dir(follow_symlinks=False):
             if not entry.name.startswith(".") and entry.name not in SKIPPED_FOLDERS and not os.path.exists(os.path.join(entry.path, "pyvenv.cfg")):
                 folders.append(entry.name)
-        elif entry.name.endswith(CODE_SUFFIXES) or is_document(entry.name):
+        elif entry.name.endswith(CODE_SUFFIXES):
             files.append(entry.name)
     return sorted(folders), sorted(files)
 
 
 def digest_of_listing(folders: List[str], files: List[str]) -> str:
-    """The digest a folder is recorded with: of its :func:`project_listing`."""
+    """The digest a folder is recorded with: of its :func:`code_listing`."""
     return digest_of("\n".join([*(name + "/" for name in folders), *files]).encode("utf-8", "surrogateescape"))
 
 
@@ -86,7 +77,7 @@ def unchanged(consulted: Mapping[str, Optional[str]]) -> bool:
 def _current_digest(path: Path) -> Optional[str]:
     try:
         if path.is_dir():
-            return digest_of_listing(*project_listing(path))
+            return digest_of_listing(*code_listing(path))
         return digest_of(path.read_bytes()) if path.is_file() else None
     except OSError:
         return None

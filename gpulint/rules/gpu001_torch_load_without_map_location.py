@@ -24,7 +24,6 @@ from gpulint.semantic.model_size import always_a_toy, is_toy_payload
 from gpulint.semantic.moved_at_once import moved_to_gpu_at_once
 from gpulint.semantic.path_strings import UNKNOWN, path_strings, segments
 from gpulint.semantic.published import names_a_published_file
-from gpulint.semantic.release_documents import named_as_a_download
 from gpulint.semantic.live_optimizer import restores_live_optimizer
 from gpulint.semantic.read_back import ReadBack, loaded_path
 from gpulint.semantic.run_as_loaded import run_on_gpu_inputs_as_loaded
@@ -258,9 +257,8 @@ def _holds_no_device_tensors(model: SemanticModel, call: ast.Call) -> bool:
     by every caller before the call, for a path read from a parameter (``define_model(args)``
     loading ``args.model_path``, which ``main`` fetches when missing); the weights a class's
     constructor builds its network with (published pretrained weights); a file whose path names a
-    release (:func:`~gpulint.semantic.published.names_a_published_file`) or that the project's
-    documents give as a download (:func:`~gpulint.semantic.release_documents.named_as_a_download`);
-    the state dict of a TensorRT engine module (:func:`_into_an_engine`); a payload a part of which
+    release (:func:`~gpulint.semantic.published.names_a_published_file`); the state dict of a
+    TensorRT engine module (:func:`_into_an_engine`); a payload a part of which
     the code uses as a numpy array; or pycocotools' evaluation dict (``data["params"].recThrs``:
     :func:`~gpulint.semantic.coco_evaluation.read_as_coco_evaluation`)."""
     loaded = loaded_path(call)
@@ -269,7 +267,7 @@ def _holds_no_device_tensors(model: SemanticModel, call: ast.Call) -> bool:
     if NON_TENSOR_PAYLOADS & {word.lower() for word in _words_in(loaded)} or _names_a_tensorless_file(model, loaded):
         return True
     if _is_download(model, loaded) or loaded_while_built(model, call) or names_a_published_file(model, loaded) or (
-        _into_an_engine(model, call) or named_as_a_download(model, loaded)
+        _into_an_engine(model, call)
     ):
         return True
     function = model.innermost_function(call)

@@ -4,7 +4,7 @@ A trainer's ``sample`` method that its own module never calls runs where the tra
 it: ``with torch.no_grad(): outputs = trainer.sample(a, b)`` in ``train.py``. A reader looks for
 those calls; so does gpulint. The files looked through are the project's around the module: the
 ``.py`` files under the folder that holds its package (the nearest folder above it without an
-``__init__.py``), found in :data:`~gpulint.semantic.project_files.MAX_ENTRIES` folders and code files at most. A function counts as
+``__init__.py``), found in :data:`MAX_ENTRIES` folders and code files at most. A function counts as
 called only with gradients off when the files there call a function or method of its name at least
 once, and every such call, in any of them and in the module itself, runs with gradients off in its
 own file (:meth:`~gpulint.semantic.model.SemanticModel.gradients_off_at`), or right in the body of a
@@ -24,10 +24,10 @@ through leaves it undecided: not so (and a result cached for the module stands w
 itself is unchanged).
 
 What each file calls is read once per process (:class:`_CallIndex`, kept while the file's
-modification time and size stay the same), and so is each search folder's list of files
-(:func:`~gpulint.semantic.project_files.project_files`), so a project's modules share the work. Each
-file and folder looked at is recorded (:mod:`gpulint.engine.consulted`), so that a result cached for
-the module is used only while they are unchanged.
+modification time and size stay the same), and so is each search folder's list of files (kept while
+its folders' modification times stay the same), so a project's modules share the work. Each file and
+folder looked at is recorded (:mod:`gpulint.engine.consulted`; a folder by the listing of its code),
+so that a result cached for the module is used only while they are unchanged.
 """
 
 from __future__ import annotations
@@ -38,19 +38,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
-from gpulint.engine.consulted import digest_of, record
+from gpulint.engine.consulted import code_listing, digest_of, digest_of_listing, record
 from gpulint.semantic.model import Function, SemanticModel, is_lightning_module
 from gpulint.semantic.survey import own_nodes
-from gpulint.semantic.project_files import project_files
 from gpulint.semantic.project_modules import read_module
 from gpulint.semantic.torch_api import GRAD_ON, MODULE_CALL_METHOD, SET_GRAD_ENABLED
 
+MAX_ENTRIES = 2000
+"""The most folders and code files (Python modules and notebooks) looked through for a module's callers."""
 MAX_CALLER_DEPTH = 4
 """The most functions followed up a chain of callers (``sample`` called by ``Trainer.sample``,
 called by ...) before a call is left undecided."""
 GRAD_SWITCHING_NAMES = frozenset(name.rsplit(".", 1)[1] for name in GRAD_ON | SET_GRAD_ENABLED)
 """How code that may switch gradients back on spells it (``enable_grad``, ``set_grad_enabled``)."""
 
+Listing = Tuple[Tuple[Tuple[str, int], ...], Optional[Tuple[Path, ...]], Tuple[Tuple[Path, str], ...]]
+"""A search folder's walk: each folder looked at with its modification time, the code files found
+(None: too many, or a folder that cannot be listed), and each folder with the digest of its listing."""
+
+_walks: Dict[str, Listing] = {}
 _indexes: Dict[Tuple[str, int, int], Optional["_CallIndex"]] = {}
 _KEPT = 4096
 
@@ -116,7 +122,7 @@ class _ProjectCallers:
         return self.followed[key]
 
     def _follow(self, own: Path, name: str, sought: FrozenSet[str]) -> Tuple[bool, bool]:
-        files = project_files(_search_root(own))
+        files = _project_files(_search_root(own))
         if files is None:
             return False, False
         started = found = False
@@ -156,6 +162,54 @@ def _search_root(path: Path) -> Path:
     while (folder / "__init__.py").is_file() and folder.parent != folder:
         folder = folder.parent
     return folder
+
+
+def _project_files(root: Path) -> Optional[Tuple[Path, ...]]:
+    """The code files under ``root`` (:func:`~gpulint.engine.consulted.code_listing` of each folder),
+    each folder's listing recorded; None past :data:`MAX_ENTRIES`, or where a folder cannot be listed."""
+    key = str(root)
+    walked = _walks.get(key)
+    if walked is None or not _unchanged(walked[0]):
+        walked = _walk(root)
+        if len(_walks) >= _KEPT:
+            _walks.clear()
+        _walks[key] = walked
+    for folder, digest in walked[2]:
+        record(folder, digest)
+    return walked[1]
+
+
+def _walk(root: Path) -> Listing:
+    """The walk of ``root``; one that stops (too many entries, a folder that cannot be listed)
+    keeps the folders it looked at, to be taken again while they are unchanged, and records none:
+    its module stays undecided while the module itself is unchanged."""
+    folders: List[Tuple[str, int]] = []
+    files: List[Path] = []
+    digests: List[Tuple[Path, str]] = []
+    pending = [root]
+    while pending:
+        folder = pending.pop()
+        try:
+            modified = folder.stat().st_mtime_ns
+            subfolders, names = code_listing(folder)
+        except OSError:
+            return tuple(folders), None, ()
+        folders.append((str(folder), modified))
+        digests.append((folder, digest_of_listing(subfolders, names)))
+        files.extend(folder / name for name in names)
+        pending.extend(folder / name for name in reversed(subfolders))
+        if len(folders) + len(files) > MAX_ENTRIES:
+            return tuple(folders), None, ()
+    return tuple(folders), tuple(files), tuple(digests)
+
+
+def _unchanged(folders: Tuple[Tuple[str, int], ...]) -> bool:
+    """Whether each folder walked still has the modification time it had (no entry added, removed
+    or renamed in it since)."""
+    try:
+        return all(os.stat(folder).st_mtime_ns == modified for folder, modified in folders)
+    except OSError:
+        return False
 
 
 def _spells(file: Path, name: str) -> bool:
