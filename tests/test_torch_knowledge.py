@@ -494,3 +494,46 @@ def test_grad_requiring_tensor_methods_are_tensor_methods_that_raise_without_gra
         with pytest.raises(RuntimeError):
             method = getattr(computed, name)
             method(lambda gradient: gradient) if name == "register_hook" else method()
+
+
+def _metric_tasks(name):
+    """Each task's class of a torchmetrics metric (``MulticlassAccuracy`` for ``Accuracy``), by task."""
+    classification = importlib.import_module("torchmetrics.classification")
+    return {task: getattr(classification, task + name) for task in torch_api.METRIC_TASKS if hasattr(classification, task + name)}
+
+
+@pytest.mark.parametrize("name", sorted(torch_api.HISTORY_FREE_METRICS))
+def test_history_free_metrics_are_torchmetrics_classes_that_are_not_differentiable(name):
+    torchmetrics = importlib.import_module("torchmetrics")
+    assert hasattr(torchmetrics, name)
+    tasks = _metric_tasks(name)
+    assert tasks and all(metric.is_differentiable is False for metric in tasks.values())
+    assert all(torch_api.is_history_free_metric(f"torchmetrics.classification.{metric.__name__}") for metric in tasks.values())
+
+
+@pytest.mark.parametrize("name", sorted(torch_api.HISTORY_FREE_METRICS))
+def test_history_free_metrics_return_no_history_from_predictions_that_have_it(name):
+    torchmetrics = importlib.import_module("torchmetrics")
+    samples = {
+        "binary": (torch.rand(8, requires_grad=True), torch.tensor([0, 1] * 4)),
+        "multiclass": (torch.rand(8, 3, requires_grad=True), torch.tensor([0, 1, 2, 0, 1, 2, 0, 1])),
+        "multilabel": (torch.rand(8, 3, requires_grad=True), torch.tensor([[0, 1, 1]] * 8)),
+    }
+    options = {"beta": 2.0} if name == "FBetaScore" else {}
+    measured = 0
+    for task in _metric_tasks(name):
+        predictions, targets = samples[task.lower()]
+        metric = getattr(torchmetrics, name)(task=task.lower(), num_classes=3, num_labels=3, **options)
+        assert predictions.requires_grad
+        assert not metric(predictions, targets).requires_grad
+        measured += 1
+    assert measured
+
+
+def test_a_differentiable_metric_is_not_taken_for_a_history_free_one():
+    torchmetrics = importlib.import_module("torchmetrics")
+    assert torchmetrics.MeanSquaredError.is_differentiable
+    assert not torch_api.is_history_free_metric("torchmetrics.MeanSquaredError")
+    prediction = torch.rand(4, requires_grad=True)
+    assert torchmetrics.MeanSquaredError()(prediction, torch.rand(4)).requires_grad
+    assert not torch_api.is_history_free_metric("torch.nn.Accuracy")

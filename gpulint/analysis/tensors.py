@@ -26,6 +26,7 @@ from gpulint.semantic.torch_api import (
     RELEASING_BUILTINS,
     SHAPE_FACTORIES,
     VALUE_BUILTINS,
+    is_history_free_metric,
     is_module_constructor,
     is_torch_tensor_function,
 )
@@ -122,9 +123,10 @@ class ModuleEvidence(cst.CSTVisitor):
         ):
             value, moved = value.func.value, True
         if isinstance(value, cst.Call):
-            return (moved and isinstance(value.func, (cst.Name, cst.Attribute))) or any(
-                is_module_constructor(q) for q in self.qualified_names(value.func)
-            )
+            qualified = self.qualified_names(value.func)
+            if any(is_history_free_metric(q) for q in qualified):
+                return False
+            return (moved and isinstance(value.func, (cst.Name, cst.Attribute))) or any(is_module_constructor(q) for q in qualified)
         return False
 
 

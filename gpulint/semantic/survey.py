@@ -17,7 +17,7 @@ from typing import AbstractSet, DefaultDict, Dict, FrozenSet, Iterator, List, Op
 
 from gpulint.semantic.torch_api import (
     FORWARD_METHODS, MAP_LOCATION_SLOT, MODULE_METHODS, MODULE_RETURNING_METHODS, OTHER_FRAMEWORKS, TORCH_LIBRARIES,
-    is_module_constructor,
+    is_history_free_metric, is_module_constructor,
 )
 from gpulint.semantic.import_table import ImportTable
 from gpulint.semantic.visitor import SHARED_LEAVES
@@ -282,7 +282,8 @@ class Survey:
         while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _MOVING_METHODS:
             value, moved = value.func.value, True
         if isinstance(value, ast.Call):
-            return (moved and isinstance(value.func, (ast.Name, ast.Attribute))) or any(
-                is_module_constructor(q) for q in self.qualified_names(value.func)
-            )
+            qualified = self.qualified_names(value.func)
+            if any(is_history_free_metric(q) for q in qualified):
+                return False
+            return (moved and isinstance(value.func, (ast.Name, ast.Attribute))) or any(is_module_constructor(q) for q in qualified)
         return False

@@ -2,7 +2,7 @@
 analyses read code against, written out as data in one place.
 
 gpulint never imports torch; ``tests/test_torch_knowledge.py`` checks every name here against the
-installed torch instead. Heuristics about how projects name things (``criterion``, ``no_grad`` in a
+installed torch (and torchmetrics' against the installed torchmetrics) instead. Heuristics about how projects name things (``criterion``, ``no_grad`` in a
 decorator's name), Python builtins and other libraries' conventions stay with the analysis or rule
 that decides with them, added to these sets by union where it needs more.
 """
@@ -11,6 +11,18 @@ from __future__ import annotations
 
 from typing import Dict, Tuple
 
+METRICS_PACKAGE = "torchmetrics"
+"""The metrics library built on torch whose metric classes are ``nn.Module`` subclasses."""
+HISTORY_FREE_METRICS = frozenset({
+    "Accuracy", "Precision", "Recall", "F1Score", "FBetaScore", "Specificity", "StatScores", "HammingDistance",
+    "ExactMatch", "JaccardIndex", "ConfusionMatrix", "MatthewsCorrCoef", "AUROC", "AveragePrecision",
+})
+"""torchmetrics' classification metrics whose results carry no autograd history, whatever the
+predictions they are given (counts and ratios of thresholded or ranked predictions: each task's
+class has ``is_differentiable = False``). An instance is a module without parameters whose call
+builds no graph: not a model."""
+METRIC_TASKS = ("Binary", "Multiclass", "Multilabel")
+"""The prefixes of torchmetrics' task-specific classes (``MulticlassAccuracy``)."""
 OTHER_FRAMEWORKS = frozenset({"paddle", "tensorflow", "keras", "jax", "flax", "mindspore", "oneflow", "mxnet", "megengine", "jittor"})
 """Deep-learning frameworks other than torch: a module that imports one and nothing of torch's
 (:data:`TORCH_LIBRARIES`) runs that framework's models (``paddle.no_grad()``), which torch's grad
@@ -504,6 +516,20 @@ def nn_class_name(qualified: str) -> str:
     if not qualified.startswith("torch.nn.") or qualified.startswith(TENSOR_NAMESPACES):
         return ""
     return qualified.rpartition(".")[2]
+
+
+def is_history_free_metric(qualified: str) -> bool:
+    """Whether ``qualified`` names a torchmetrics class of :data:`HISTORY_FREE_METRICS`, as the
+    package exports it (``torchmetrics.Accuracy``) or from a submodule, task-specific classes too
+    (``torchmetrics.classification.MulticlassAccuracy``)."""
+    package, _, name = qualified.partition(".")
+    if package != METRICS_PACKAGE:
+        return False
+    name = name.rpartition(".")[2]
+    for task in METRIC_TASKS:
+        if name.startswith(task) and name[len(task):] in HISTORY_FREE_METRICS:
+            return True
+    return name in HISTORY_FREE_METRICS
 
 
 def is_module_constructor(qualified: str) -> bool:
