@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Set, Union
+from typing import Dict, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider
@@ -120,6 +120,23 @@ def _plain_assignments_within(statement: cst.CSTNode, name: str) -> Optional[Lis
     return values
 
 
+_BINDING_NODES = (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For, cst.NamedExpr, cst.AsName, cst.MatchAs, cst.MatchStar, cst.MatchMapping)
+"""Nodes that bind names in their scope."""
+
+
+def _bound_by(node: cst.CSTNode) -> Set[str]:
+    """The names one binding node binds."""
+    if isinstance(node, cst.Assign):
+        return set().union(*(_target_names(target.target) for target in node.targets))
+    if isinstance(node, cst.AnnAssign):
+        return _target_names(node.target)
+    return _bound_otherwise(node)
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)
+
+
 def _quoted(names: List[str]) -> str:
     return ", ".join(f"'{name}'" for name in names)
 
@@ -177,7 +194,59 @@ class EmptyCacheWithLiveReferences(Rule):
             if not still_held:
                 break
             dead -= still_held
-        return analysis.in_binding_order(dead & holding_memory)
+        return analysis.in_binding_order({name for name in dead & holding_memory if not self._bound_only_where_not_run(analysis, step, name)})
+
+    def _bound_only_where_not_run(self, analysis: ScopeAnalysis, step: Step, name: str) -> bool:
+        """Whether every binding of ``name`` in the scope lies in one branch of an ``if`` on a steady
+        flag (:meth:`_steady`) and the call in the other branch of an ``if`` on the same flag
+        (``if self.cpu_cache: ... empty_cache()`` after ``if self.cpu_cache: ... else: feats_ =
+        ...``): no path that runs the call has bound the name."""
+        if step.node is None:
+            return False
+        guards = self._branches_around(analysis, step.node)
+        bindings = [
+            node for node in subexpressions(analysis.node, nested=False)
+            if node is not analysis.node and isinstance(node, _BINDING_NODES) and name in _bound_by(node)
+        ]
+        return bool(guards) and bool(bindings) and all(
+            any(
+                (condition, not in_body) in guards and self._steady(analysis, condition, (statement, guards[condition, not in_body]))
+                for (condition, in_body), statement in self._branches_around(analysis, binding).items()
+            )
+            for binding in bindings
+        )
+
+    def _branches_around(self, analysis: ScopeAnalysis, node: cst.CSTNode) -> Dict[Tuple[str, bool], cst.If]:
+        """The ``if`` statements of the scope around ``node``, by their condition's code and whether
+        ``node`` is in the body (else in the ``else`` or ``elif`` part)."""
+        found: Dict[Tuple[str, bool], cst.If] = {}
+        child, parent = node, self.get_metadata(ParentNodeProvider, node, None)
+        while parent is not None and parent is not analysis.node:
+            if isinstance(parent, cst.If) and child is not parent.test:
+                found.setdefault((_code(parent.test), child is parent.body), parent)
+            child, parent = parent, self.get_metadata(ParentNodeProvider, parent, None)
+        return found
+
+    def _steady(self, analysis: ScopeAnalysis, condition: str, branches: Tuple[cst.If, cst.If]) -> bool:
+        """Whether the condition is a flag that keeps its value from the first of ``branches`` on: a
+        name or an attribute chain on one (``self.cpu_cache``), which the scope binds, assigns or
+        deletes only before both statements and outside any loop."""
+        parts = condition.split(".")
+        if not all(part.isidentifier() for part in parts):
+            return False
+        first = min(self._start(branch) for branch in branches)
+        for node in subexpressions(analysis.node):
+            if isinstance(node, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.Del)):
+                changes = condition in _code(node.target)
+            else:
+                changes = isinstance(node, _BINDING_NODES) and not isinstance(node, cst.Assign) and parts[0] in _bound_by(node)
+            if changes and (self._start(node) >= first or self._pass_of(analysis, node) is not None):
+                return False
+        return True
+
+    def _start(self, node: cst.CSTNode) -> Tuple[int, int]:
+        position = self.get_metadata(PositionProvider, node).start
+        return position.line, position.column
 
     def _one_pass_without_graph(self, analysis: ScopeAnalysis, name: str, value: cst.BaseExpression) -> bool:
         """Whether ``name = value`` binds one pass's outputs of a loop run without a graph: in a
