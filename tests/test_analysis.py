@@ -215,3 +215,23 @@ def test_holding_is_released_by_none_cpu_item_and_del():
     analysis = analyse(source)["f"]
     step = analysis.step_of(_line(analysis, "flush()").body[0])
     assert analysis.holding[step] == {"e"}
+
+
+def test_module_evidence_leaves_out_history_free_metrics_however_they_are_moved():
+    qualified = {
+        "Accuracy": {"torchmetrics.Accuracy"},
+        "Recall": {"torchmetrics.Recall", "project_metrics.Recall"},
+        "Linear": {"torch.nn.Linear"},
+    }
+    evidence = ModuleEvidence(lambda node: qualified.get(getattr(node, "value", ""), set()))
+    cst.parse_module(
+        "accuracy = Accuracy(task='binary')\n"
+        "accuracy.eval()\n"
+        "scores = Accuracy(task='binary').cuda()\n"
+        "recall = Recall(task='binary')\n"
+        "recall.eval()\n"
+        "net = Net().cuda()\n"
+        "head = Linear(2, 2)\n"
+        "mlp.train()\n"
+    ).visit(evidence)
+    assert evidence.modules == {"recall", "net", "head", "mlp"}

@@ -26,7 +26,7 @@ from gpulint.semantic.torch_api import (
     RELEASING_BUILTINS,
     SHAPE_FACTORIES,
     VALUE_BUILTINS,
-    is_history_free_metric,
+    builds_history_free_metric,
     is_module_constructor,
     is_torch_tensor_function,
 )
@@ -95,39 +95,55 @@ def _moves_to_cpu(call: cst.Call) -> bool:
 
 
 class ModuleEvidence(cst.CSTVisitor):
-    """Collects, across a file, the dotted names the code treats as ``nn.Module`` objects."""
+    """Collects, across a file, the dotted names the code treats as ``nn.Module`` objects: names
+    bound to a module built, moved or switched, and receivers of ``nn.Module`` methods but names
+    bound to a metric of :data:`~gpulint.semantic.torch_api.HISTORY_FREE_METRICS`
+    (``accuracy.to(device)`` after ``accuracy = Accuracy(...)``)."""
 
     def __init__(self, qualified_names: QualifiedNames) -> None:
         super().__init__()
         self.qualified_names = qualified_names
-        self.modules: Set[str] = set()
+        self.constructed: Set[str] = set()
+        self.receivers: Set[str] = set()
+        self.metrics: Set[str] = set()
+
+    @property
+    def modules(self) -> Set[str]:
+        """The names shown to be modules, once the file is visited."""
+        return self.constructed | (self.receivers - self.metrics)
 
     def visit_Call(self, node: cst.Call) -> None:
         if isinstance(node.func, cst.Attribute) and node.func.attr.value in MODULE_METHODS:
             name = dotted_name(node.func.value)
             if name:
-                self.modules.add(name)
+                self.receivers.add(name)
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        if self._constructs_module(node.value):
-            for target in node.targets:
-                name = dotted_name(target.target)
-                if name:
-                    self.modules.add(name)
-
-    def _constructs_module(self, value: cst.BaseExpression) -> bool:
-        """``nn.Linear(...)``, or any constructor call moved or switched: ``Net().cuda()``, ``Net().eval()``."""
-        moved = False
-        while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in (
-            "cuda", "to", "eval", "train", "half", "float", "bfloat16", "requires_grad_",
+        call = _constructor_call(node.value)
+        if call is None:
+            return
+        qualified = self.qualified_names(call.func)
+        if builds_history_free_metric(qualified):
+            found = self.metrics
+        elif (call is not node.value and isinstance(call.func, (cst.Name, cst.Attribute))) or any(
+            map(is_module_constructor, qualified)
         ):
-            value, moved = value.func.value, True
-        if isinstance(value, cst.Call):
-            qualified = self.qualified_names(value.func)
-            if any(is_history_free_metric(q) for q in qualified):
-                return False
-            return (moved and isinstance(value.func, (cst.Name, cst.Attribute))) or any(is_module_constructor(q) for q in qualified)
-        return False
+            found = self.constructed
+        else:
+            return
+        for target in node.targets:
+            name = dotted_name(target.target)
+            if name:
+                found.add(name)
+
+
+def _constructor_call(value: cst.BaseExpression) -> Optional[cst.Call]:
+    """The call under any moving or switching methods (``Net()`` of ``Net().cuda().eval()``)."""
+    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in (
+        "cuda", "to", "eval", "train", "half", "float", "bfloat16", "requires_grad_",
+    ):
+        value = value.func.value
+    return value if isinstance(value, cst.Call) else None
 
 
 class TensorLikeness:

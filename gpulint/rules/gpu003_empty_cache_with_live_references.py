@@ -120,7 +120,10 @@ def _plain_assignments_within(statement: cst.CSTNode, name: str) -> Optional[Lis
     return values
 
 
-_BINDING_NODES = (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For, cst.NamedExpr, cst.AsName, cst.MatchAs, cst.MatchStar, cst.MatchMapping)
+_BINDING_NODES = (
+    cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For, cst.NamedExpr, cst.AsName, cst.MatchAs, cst.MatchStar,
+    cst.MatchMapping,
+)
 """Nodes that bind names in their scope."""
 
 
@@ -134,7 +137,65 @@ def _bound_by(node: cst.CSTNode) -> Set[str]:
 
 
 def _code(node: cst.CSTNode) -> str:
+    """The source text of ``node`` alone, as a key to compare conditions by."""
     return cst.Module([]).code_for_node(node)
+
+
+def _chain(node: cst.BaseExpression) -> Optional[List[str]]:
+    """The parts of a name or of an attribute chain on one (``self.opts.cpu_cache``), else None."""
+    parts: List[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if not isinstance(node, cst.Name):
+        return None
+    parts.append(node.value)
+    return parts[::-1]
+
+
+def _may_change(target: cst.BaseExpression, flag: List[str]) -> bool:
+    """Whether storing to or deleting ``target`` may change the value of ``flag``: the flag itself,
+    an object it is read from (``self.opts`` or ``self`` for ``self.opts.cpu_cache``), or an
+    attribute of the flag's name on any object, which may be an alias (``opts.cpu_cache``)."""
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return any(_may_change(element.value, flag) for element in target.elements)
+    if isinstance(target, cst.StarredElement):
+        return _may_change(target.value, flag)
+    chain = _chain(target)
+    if chain is None:
+        return False
+    return chain == flag[: len(chain)] or (len(flag) > 1 and len(chain) > 1 and chain[-1] == flag[-1])
+
+
+def _stores(node: cst.CSTNode) -> List[cst.BaseExpression]:
+    """What one node stores to or deletes (outside loop targets and ``:=``): an assignment's
+    targets, ``x += ...``, ``del x``, ``as x``, a ``match`` pattern's capture."""
+    if isinstance(node, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.Del)):
+        return [node.target]
+    if isinstance(node, cst.AsName):
+        return [node.name]
+    if isinstance(node, (cst.MatchAs, cst.MatchStar)) and node.name is not None:
+        return [node.name]
+    if isinstance(node, cst.MatchMapping) and node.rest is not None:
+        return [node.rest]
+    return []
+
+
+def _opens(node: cst.CSTNode, flag: List[str]) -> bool:
+    """Whether ``node`` reaches into the flag's value (``pending.append(x)``, ``flags[0] = x``), which
+    a container or an object may change in place without any assignment to the flag."""
+    return isinstance(node, (cst.Attribute, cst.Subscript)) and _chain(node.value) == flag
+
+
+def _sets_attributes_by_name(node: cst.CSTNode) -> bool:
+    """Whether ``node`` calls ``setattr``, which may change any attribute."""
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "setattr"
+
+
+def _declares(node: cst.CSTNode, name: str) -> bool:
+    """Whether ``node`` is a ``global`` or ``nonlocal`` statement for ``name``, which lets another
+    function change it."""
+    return isinstance(node, (cst.Global, cst.Nonlocal)) and any(item.name.value == name for item in node.names)
 
 
 def _quoted(names: List[str]) -> str:
@@ -194,7 +255,9 @@ class EmptyCacheWithLiveReferences(Rule):
             if not still_held:
                 break
             dead -= still_held
-        return analysis.in_binding_order({name for name in dead & holding_memory if not self._bound_only_where_not_run(analysis, step, name)})
+        return analysis.in_binding_order(
+            {name for name in dead & holding_memory if not self._bound_only_where_not_run(analysis, step, name)}
+        )
 
     def _bound_only_where_not_run(self, analysis: ScopeAnalysis, step: Step, name: str) -> bool:
         """Whether every binding of ``name`` in the scope lies in one branch of an ``if`` on a steady
@@ -210,7 +273,8 @@ class EmptyCacheWithLiveReferences(Rule):
         ]
         return bool(guards) and bool(bindings) and all(
             any(
-                (condition, not in_body) in guards and self._steady(analysis, condition, (statement, guards[condition, not in_body]))
+                (condition, not in_body) in guards
+                and self._steady(analysis, condition, (statement, guards[condition, not in_body]))
                 for (condition, in_body), statement in self._branches_around(analysis, binding).items()
             )
             for binding in bindings
@@ -229,24 +293,32 @@ class EmptyCacheWithLiveReferences(Rule):
 
     def _steady(self, analysis: ScopeAnalysis, condition: str, branches: Tuple[cst.If, cst.If]) -> bool:
         """Whether the condition is a flag that keeps its value from the first of ``branches`` on: a
-        name or an attribute chain on one (``self.cpu_cache``), which the scope binds, assigns or
-        deletes only before both statements and outside any loop."""
-        parts = condition.split(".")
-        if not all(part.isidentifier() for part in parts):
+        name or an attribute chain on one (``self.cpu_cache``) that the scope stores to (itself or
+        an object it is read from) only before both statements and outside any loop; that no loop
+        target, ``:=``, ``setattr``, ``global`` or ``nonlocal`` may change; and whose value the
+        code never reaches into (``pending.append(x)``), as a container changed in place."""
+        flag = condition.split(".")
+        starts = [self._start(branch) for branch in branches]
+        if not all(part.isidentifier() for part in flag) or None in starts:
             return False
-        first = min(self._start(branch) for branch in branches)
+        first = min(start for start in starts if start is not None)
+        if any(_declares(node, flag[0]) for node in subexpressions(self.context.module)):
+            return False
         for node in subexpressions(analysis.node):
-            if isinstance(node, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.Del)):
-                changes = condition in _code(node.target)
-            else:
-                changes = isinstance(node, _BINDING_NODES) and not isinstance(node, cst.Assign) and parts[0] in _bound_by(node)
-            if changes and (self._start(node) >= first or self._pass_of(analysis, node) is not None):
+            if _opens(node, flag) or (len(flag) > 1 and _sets_attributes_by_name(node)):
                 return False
+            if isinstance(node, (cst.For, cst.NamedExpr)) and _may_change(node.target, flag):
+                return False
+            if any(_may_change(target, flag) for target in _stores(node)):
+                start = self._start(node)
+                if start is None or start >= first or self._pass_of(analysis, node) is not None:
+                    return False
         return True
 
-    def _start(self, node: cst.CSTNode) -> Tuple[int, int]:
-        position = self.get_metadata(PositionProvider, node).start
-        return position.line, position.column
+    def _start(self, node: cst.CSTNode) -> Optional[Tuple[int, int]]:
+        """Where ``node`` starts, as (line, column), where known."""
+        position = self.get_metadata(PositionProvider, node, None)
+        return None if position is None else (position.start.line, position.start.column)
 
     def _one_pass_without_graph(self, analysis: ScopeAnalysis, name: str, value: cst.BaseExpression) -> bool:
         """Whether ``name = value`` binds one pass's outputs of a loop run without a graph: in a

@@ -17,7 +17,7 @@ from typing import AbstractSet, DefaultDict, Dict, FrozenSet, Iterator, List, Op
 
 from gpulint.semantic.torch_api import (
     FORWARD_METHODS, MAP_LOCATION_SLOT, MODULE_METHODS, MODULE_RETURNING_METHODS, OTHER_FRAMEWORKS, TORCH_LIBRARIES,
-    is_history_free_metric, is_module_constructor,
+    builds_history_free_metric, is_module_constructor,
 )
 from gpulint.semantic.import_table import ImportTable
 from gpulint.semantic.visitor import SHARED_LEAVES
@@ -238,17 +238,25 @@ class Survey:
     @cached_property
     def module_evidence(self) -> Dict[Optional[ast.AST], FrozenSet[str]]:
         """For each outermost function (None: the module-level code), the dotted names it shows to
-        be modules: receivers of ``nn.Module`` methods (``model.eval()``), names bound to a
-        module built, moved or switched (``net = Net().cuda()``, ``head = nn.Linear(...)``), and
-        names bound to a loaded object that the same function calls and moves or switches like a
-        module (``model = torch.load(path)["model"]``, ``model = model.cuda()``, ``model(x)``)."""
+        be modules: receivers of ``nn.Module`` methods (``model.eval()``) but names the function
+        binds to a metric of :data:`~gpulint.semantic.torch_api.HISTORY_FREE_METRICS`, names
+        bound to a module built, moved or switched (``net = Net().cuda()``, ``head =
+        nn.Linear(...)``), and names bound to a loaded object that the same function calls and
+        moves or switches like a module (``model = torch.load(path)["model"]``, ``model =
+        model.cuda()``, ``model(x)``)."""
         found: DefaultDict[Optional[ast.AST], Set[str]] = defaultdict(set)
+        metrics: DefaultDict[Optional[ast.AST], Set[str]] = defaultdict(set)
+        for assign in self.nodes(ast.Assign):
+            constructed = _constructor_call(assign.value)
+            if constructed is not None and builds_history_free_metric(self.qualified_names(constructed.func)):
+                metrics[self.function_of(assign)].update(map(ast_dotted_name, assign.targets))  # type: ignore[arg-type]
+            elif self._constructs_module(assign.value):
+                found[self.function_of(assign)].update(map(ast_dotted_name, assign.targets))  # type: ignore[arg-type]
         for call in self.method_calls(*MODULE_METHODS):
             assert isinstance(call.func, ast.Attribute)
-            found[self.function_of(call)].add(ast_dotted_name(call.func.value))  # type: ignore[arg-type]
-        for assign in self.nodes(ast.Assign):
-            if self._constructs_module(assign.value):
-                found[self.function_of(assign)].update(map(ast_dotted_name, assign.targets))  # type: ignore[arg-type]
+            function, receiver = self.function_of(call), ast_dotted_name(call.func.value)
+            if receiver not in metrics[function]:
+                found[function].add(receiver)  # type: ignore[arg-type]
         called = {(self.function_of(call), call.func.id) for call in self.nodes(ast.Call) if isinstance(call.func, ast.Name)}
         switched = {
             (self.function_of(call), call.func.value.id) for call in self.method_calls(*MODULE_RETURNING_METHODS)
@@ -278,12 +286,18 @@ class Survey:
         return frozenset().union(*self.module_evidence.values())
 
     def _constructs_module(self, value: ast.expr) -> bool:
-        moved = False
-        while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _MOVING_METHODS:
-            value, moved = value.func.value, True
-        if isinstance(value, ast.Call):
-            qualified = self.qualified_names(value.func)
-            if any(is_history_free_metric(q) for q in qualified):
-                return False
-            return (moved and isinstance(value.func, (ast.Name, ast.Attribute))) or any(is_module_constructor(q) for q in qualified)
-        return False
+        """``nn.Linear(...)``, or any constructor call moved or switched (``Net().cuda()``)."""
+        call = _constructor_call(value)
+        if call is None:
+            return False
+        moved = call is not value
+        return (moved and isinstance(call.func, (ast.Name, ast.Attribute))) or any(
+            map(is_module_constructor, self.qualified_names(call.func))
+        )
+
+
+def _constructor_call(value: ast.expr) -> Optional[ast.Call]:
+    """The call under any moving or switching methods (``Net()`` of ``Net().cuda().eval()``)."""
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _MOVING_METHODS:
+        value = value.func.value
+    return value if isinstance(value, ast.Call) else None

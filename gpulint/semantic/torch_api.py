@@ -2,14 +2,15 @@
 analyses read code against, written out as data in one place.
 
 gpulint never imports torch; ``tests/test_torch_knowledge.py`` checks every name here against the
-installed torch (and torchmetrics' against the installed torchmetrics) instead. Heuristics about how projects name things (``criterion``, ``no_grad`` in a
-decorator's name), Python builtins and other libraries' conventions stay with the analysis or rule
-that decides with them, added to these sets by union where it needs more.
+installed torch (and torchmetrics' against the installed torchmetrics) instead. Heuristics about
+how projects name things (``criterion``, ``no_grad`` in a decorator's name), Python builtins and
+other libraries' conventions stay with the analysis or rule that decides with them, added to these
+sets by union where it needs more.
 """
 
 from __future__ import annotations
 
-from typing import Dict, Tuple
+from typing import AbstractSet, Dict, Tuple
 
 METRICS_PACKAGE = "torchmetrics"
 """The metrics library built on torch whose metric classes are ``nn.Module`` subclasses."""
@@ -530,6 +531,13 @@ def is_history_free_metric(qualified: str) -> bool:
         if name.startswith(task) and name[len(task):] in HISTORY_FREE_METRICS:
             return True
     return name in HISTORY_FREE_METRICS
+
+
+def builds_history_free_metric(qualified: AbstractSet[str]) -> bool:
+    """Whether a call whose callee may have the names ``qualified`` builds a metric of
+    :data:`HISTORY_FREE_METRICS`: every one of them names one (not a fallback imported from
+    elsewhere under the same name where torchmetrics is missing)."""
+    return bool(qualified) and all(is_history_free_metric(name) for name in qualified)
 
 
 def is_module_constructor(qualified: str) -> bool:
