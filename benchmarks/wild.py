@@ -13,7 +13,9 @@ precision = TP / (TP + TRIVIAL + FP), the known-TP recall (judged TPs and MISS r
 reported), the strict precision (a checkpoint the repository saves from the CPU today counted as
 a false alarm), the findings not yet judged, and every offered fix that the verdicts say must not be
 offered: a *safe* fix at a site where the fix changes behaviour, or any fix at a site where it is
-wrong. ``--results`` writes the figures only when every finding is judged.
+wrong. ``--results`` writes the figures only when every finding is judged. A checkout whose Python
+files or notebooks do not number what the manifest counts in its commit is named, since findings in
+the files it lacks are not measured.
 
 Exit status: 0 when every finding is judged and no fix breaks a verdict, 1 otherwise, 2 on bad
 input (a missing checkout, a malformed verdict row).
@@ -24,6 +26,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import subprocess
 import sys
 from collections import Counter
@@ -98,6 +101,33 @@ def read_manifest(path: Path = MANIFEST) -> List[Dict[str, str]]:
 
 def checkout_folder(src: Path, repo: str) -> Path:
     return src / repo.replace("/", "__")
+
+
+def count_sources(folder: Path) -> Tuple[int, int]:
+    """The Python files and notebooks under a checkout (``.git`` left out), counted as the manifest's
+    ``python_files`` and ``notebooks`` columns count them in the pinned commit's tree."""
+    python_files = notebooks = 0
+    for _root, folders, files in os.walk(folder):
+        folders[:] = [name for name in folders if name != ".git"]
+        python_files += sum(name.endswith(".py") for name in files)
+        notebooks += sum(name.endswith(".ipynb") for name in files)
+    return python_files, notebooks
+
+
+def incomplete_checkout(folder: Path, row: Dict[str, str]) -> Optional[str]:
+    """Why a checkout does not hold what the manifest row counts in its commit (files missing, as a
+    shallow or size-limited copy may leave out large notebooks), or None where it does or the row
+    counts nothing."""
+    if not row.get("python_files", "").isdigit() or not row.get("notebooks", "").isdigit():
+        return None
+    expected = (int(row["python_files"]), int(row["notebooks"]))
+    found = count_sources(folder)
+    if found == expected:
+        return None
+    return (
+        f"the checkout holds {found[0]} Python file(s) and {found[1]} notebook(s), the commit "
+        f"{expected[0]} and {expected[1]}: findings in files it lacks are not measured"
+    )
 
 
 def read_verdicts(path: Path = VERDICTS) -> List[Verdict]:
@@ -246,8 +276,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             raise InputError(f"no checkout under {args.src} for: {', '.join(missing)}")
         findings: List[Finding] = []
         skipped: Dict[str, List[str]] = {}
+        incomplete: Dict[str, str] = {}
         for row in manifest:
-            found, notes = run_gpulint(checkout_folder(args.src, row["repo"]), row["repo"], args.jobs)
+            folder = checkout_folder(args.src, row["repo"])
+            difference = incomplete_checkout(folder, row)
+            if difference:
+                incomplete[row["repo"]] = difference
+            found, notes = run_gpulint(folder, row["repo"], args.jobs)
             findings.extend(found)
             if notes:
                 skipped[row["repo"]] = notes
@@ -257,6 +292,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     scored = score(findings, verdicts)
     print(f"{len(manifest)} repositories, {len(findings)} findings, {len(verdicts)} verdict rows")
     print_table(scored["rules"])
+    for repo, difference in incomplete.items():
+        print(f"{repo}: {difference}")
     for repo, notes in skipped.items():
         print(f"{repo}: gpulint skipped {len(notes)} file(s): " + "; ".join(notes))
     for violation in scored["violations"]:

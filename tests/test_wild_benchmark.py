@@ -154,3 +154,20 @@ def test_the_committed_verdicts_are_well_formed_and_cover_the_manifest():
     results = json.loads((ROOT / "benchmarks" / "results" / "wild.json").read_text(encoding="utf-8"))
     assert results["verdict_rows"] <= len(verdicts)
     assert all(figures["unjudged"] == 0 for figures in results["rules"].values())
+
+
+def test_a_checkout_lacking_files_its_commit_holds_is_named(tmp_path):
+    _setup(tmp_path, ALL_JUDGED)
+    completed = _run(tmp_path)
+    assert "the checkout holds" not in completed.stdout
+    (tmp_path / "src" / "other__empty" / "util.py").unlink()
+    completed = _run(tmp_path)
+    assert completed.returncode == 0
+    assert "other/empty: the checkout holds 0 Python file(s) and 0 notebook(s), the commit 1 and 0" in completed.stdout
+    assert "someone/trainer: the checkout" not in completed.stdout
+    (tmp_path / "src" / "other__empty" / "util.py").write_text("x = 1\n", encoding="utf-8")
+    (tmp_path / "src" / "other__empty" / ".git").mkdir()
+    (tmp_path / "src" / "other__empty" / ".git" / "hook.py").write_text("x = 1\n", encoding="utf-8")
+    (tmp_path / "src" / "other__empty" / "demo.ipynb").write_text("{}", encoding="utf-8")
+    completed = _run(tmp_path)
+    assert "other/empty: the checkout holds 1 Python file(s) and 1 notebook(s), the commit 1 and 0" in completed.stdout
