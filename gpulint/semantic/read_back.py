@@ -7,8 +7,9 @@ and ``map_location`` would move them somewhere else:
   value it saves to the same path, directly (``torch.save(spec, spec_path)``) or through a
   function of the module that saves what it returns to the path it is passed; or it unpacks the
   load into names (``src, tgt = torch.load(path)``) that the other branch binds and saves, as the
-  same tuple, to the same path (``torch.save((src, tgt), path)``). Either branch leaves the same
-  value, on the same device.
+  same tuple, to the same path (``torch.save((src, tgt), path)``); or it loads into an attribute
+  (``self.ids = torch.load(ids_file)``) that the other branch binds, the same way, to a value
+  saved to the same path. Either branch leaves the same value, on the same device.
 - **a live object restored**: the code saves a module or optimizer whole (what the model treats as
   a module, not a state dict, or a TorchScript module it makes and saves with ``torch.jit.save`` or
   its own ``save``) and loads the same path back: the object returns to the device the program put
@@ -385,7 +386,7 @@ class ReadBack:
     def _reads_cache(self, call: ast.Call, path: Optional[ast.expr]) -> bool:
         bound = self._bound_names(call)
         if bound is None:
-            return False
+            return self._reads_attribute_cache(call, path)
         statement, names, index = bound
         branch = self._other_branch(statement)
         if branch is None:
@@ -403,6 +404,36 @@ class ReadBack:
                 name = names[0]
                 value = _element(node.targets[0], node.value, name, index)
                 if isinstance(value, ast.Call) and self._saves_and_returns(value, path):
+                    return True
+        return False
+
+    def _reads_attribute_cache(self, call: ast.Call, path: Optional[ast.expr]) -> bool:
+        """A cache held in an attribute: ``self.ids = torch.load(path)`` in one branch of an ``if``,
+        and in the other ``self.ids`` bound to what a function of the module saves to the path it
+        is passed and returns (``self.ids = self._preprocess(ids, path)``), or bound and then saved
+        itself to the same path (``torch.save(self.ids, path)``)."""
+        statement = self.model.parent(call)
+        if not (isinstance(statement, ast.Assign) and statement.value is call and len(statement.targets) == 1):
+            return False
+        target = statement.targets[0]
+        cached = self.model.place(target) if isinstance(target, ast.Attribute) else None
+        branch = self._other_branch(statement)
+        if cached is None or branch is None:
+            return False
+        stores = [
+            node for node in own_nodes(branch)
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Attribute)
+            and self.model.place(node.targets[0]) == cached
+        ]
+        if any(isinstance(store.value, ast.Call) and self._saves_and_returns(store.value, path) for store in stores):
+            return True
+        for node in own_nodes(branch):
+            if isinstance(node, ast.Call) and self._saves(node):
+                value, saved = _argument(node, 0, "obj"), _argument(node, 1, "f")
+                if (
+                    value is not None and self.model.place(value) == cached and saved is not None
+                    and self.same_path(self.path_of(saved), path) and any(self.runs_before(store, node) for store in stores)
+                ):
                     return True
         return False
 
