@@ -47,9 +47,19 @@ def test_qualified_names_resolve(name):
     assert sorted(q for q in names if not _resolves(q)) == []
 
 
-@pytest.mark.parametrize("name", ["DATA_LOADER", "DATA_SUBSET", "TENSOR_DATASET", "VARIABLE"])
+@pytest.mark.parametrize("name", ["DATA_LOADER", "DATA_SUBSET", "TENSOR_DATASET", "VARIABLE", "PARAMETER"])
 def test_qualified_name_resolves(name):
     assert _resolves(getattr(torch_api, name))
+
+
+def test_installing_a_tensor_as_a_parameter_takes_its_storage():
+    """``p.data = t`` and ``nn.Parameter(t)`` both leave the parameter on ``t``'s own storage, so on its device."""
+    loaded = torch.rand(2, 3, dtype=torch.float64)
+    parameter = nn.Parameter(torch.zeros(2, 3))
+    setattr(parameter, torch_api.TENSOR_STORAGE, loaded)
+    made = nn.Parameter(loaded)
+    assert parameter.data_ptr() == loaded.data_ptr() == made.data_ptr()
+    assert parameter.dtype == made.dtype == torch.float64
 
 
 def test_elementwise_methods_map_a_tensor_to_one_of_its_shape():

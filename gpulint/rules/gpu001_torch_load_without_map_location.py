@@ -18,6 +18,7 @@ from gpulint.semantic.coco_evaluation import read_as_coco_evaluation
 from gpulint.semantic.construction_weights import loaded_while_built
 from gpulint.semantic.dead_code import never_runs
 from gpulint.semantic.fed_as_loaded import fed_to_computation_as_loaded
+from gpulint.semantic.installed_as_loaded import installed_as_loaded
 from gpulint.semantic.mapping_use import MappingUse
 from gpulint.semantic.model import Function, SemanticModel
 from gpulint.semantic.model_size import always_a_toy, is_toy_payload
@@ -115,6 +116,8 @@ class TorchLoadWithoutMapLocation(Rule):
             return NoFix(OWN_FILE_READ_BACK)
         if fed_to_computation_as_loaded(model, call):
             return NoFix(FED_AS_LOADED)
+        if installed_as_loaded(model, call):
+            return NoFix(INSTALLED_AS_LOADED)
         if model.mentions_accelerator and unmoved_script_module(model, call):
             return NoFix(UNMOVED_SCRIPT_MODULE)
         if use.importable is not None:
@@ -170,6 +173,11 @@ FED_AS_LOADED = (
     "them coming back to the GPU they were saved from (a model there would meet CPU batches)"
 )
 """Why there is no fix for a load whose batches a loop computes with as they came back."""
+INSTALLED_AS_LOADED = (
+    "a loaded tensor becomes a parameter's storage as it came back (`.data = ...`, `nn.Parameter(...)`), "
+    "so the parameter goes wherever the load puts it (a model on the GPU would meet one parameter on the CPU)"
+)
+"""Why there is no fix for a load whose tensor is installed in a module as a parameter."""
 
 UNMOVED_SCRIPT_MODULE = (
     "the code runs the TorchScript module where the load puts it and never moves it: one exported "

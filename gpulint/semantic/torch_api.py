@@ -462,6 +462,10 @@ TQDM = frozenset({"tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm"})
 """Progress bars that yield what they wrap, as it is."""
 DEVICE_MOVES = frozenset({"to", "cuda", "cpu"})
 """Methods of tensors and modules that put them on a device the code chooses."""
+PARAMETER = "torch.nn.Parameter"
+"""The wrapper that makes a module parameter of the tensor it is given: its storage, on its device."""
+TENSOR_STORAGE = "data"
+"""The tensor attribute whose assignment swaps the tensor's storage, device included, for another's."""
 VARIABLE = "torch.autograd.Variable"
 """The tensor wrapper of older torch: since 0.4 it returns the tensor it is given."""
 

@@ -1,0 +1,72 @@
+"""Loaded tensors installed, as they came back, into a module's parameters.
+
+``state = torch.load(path)["state_dict"]`` then ``model.embed.weight.data = state[key]``: setting
+a tensor's ``.data`` swaps its storage for the loaded tensor's, device included, and
+``model.scale = nn.Parameter(state["scale"])`` makes a parameter of the loaded tensor itself. The
+parameter ends up wherever the load put the tensor. Where the rest of the model is on an
+accelerator, the program relies on the load putting it there too: with ``map_location="cpu"``
+that one parameter would move to the CPU and the next forward pass would mix devices.
+
+Decided where the installed value is the load, or the load followed by subscripts and methods that
+keep a tensor on its device (``torch.load(path)["embed"].half()``), or such a chain of a name bound
+once, by a plain assignment, to one of these; and it is assigned to an attribute's ``.data``, or
+wrapped in ``torch.nn.Parameter`` and assigned to an attribute.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from gpulint.semantic.model import SemanticModel
+from gpulint.semantic.torch_api import DEVICE_KEEPING_TENSOR_METHODS, PARAMETER, TENSOR_STORAGE
+
+
+def installed_as_loaded(model: SemanticModel, call: ast.Call) -> bool:
+    """Whether a tensor that ``call`` loads becomes, as it came back, a parameter's storage."""
+    return any(_installed(model, top) for top in _chain_tops(model, call))
+
+
+def _chain_tops(model: SemanticModel, call: ast.Call) -> Iterator[ast.expr]:
+    """The outermost device-keeping chain around the load, and around every read of a name bound
+    once to that chain."""
+    top = _chain_top(model, call)
+    yield top
+    bound = model.assigned_name(top)
+    if bound is not None and model.bound_once(*bound):
+        for use in model.uses(bound[1].binding):
+            if isinstance(use.ctx, ast.Load):
+                yield _chain_top(model, use)
+
+
+def _chain_top(model: SemanticModel, node: ast.expr) -> ast.expr:
+    """``node`` followed outwards through subscripts of it and device-keeping method calls on it."""
+    while True:
+        parent = model.parent(node)
+        if isinstance(parent, ast.Subscript) and parent.value is node:
+            node = parent
+            continue
+        method_call = model.parent(parent) if isinstance(parent, ast.Attribute) and parent.value is node else None
+        if not (
+            isinstance(parent, ast.Attribute) and parent.attr in DEVICE_KEEPING_TENSOR_METHODS
+            and isinstance(method_call, ast.Call) and method_call.func is parent
+        ):
+            return node
+        node = method_call
+
+
+def _installed(model: SemanticModel, value: ast.expr) -> bool:
+    """Whether ``value`` is assigned to an attribute's ``.data``, or made a parameter that is
+    assigned to an attribute."""
+    parent = model.parent(value)
+    if isinstance(parent, ast.Assign) and parent.value is value:
+        return any(isinstance(target, ast.Attribute) and target.attr == TENSOR_STORAGE for target in parent.targets)
+    if (
+        isinstance(parent, ast.Call) and parent.args and parent.args[0] is value
+        and PARAMETER in model.resolved_names(parent.func)
+    ):
+        statement = model.parent(parent)
+        return isinstance(statement, ast.Assign) and statement.value is parent and any(
+            isinstance(target, ast.Attribute) for target in statement.targets
+        )
+    return False
