@@ -62,6 +62,13 @@ def test_installing_a_tensor_as_a_parameter_takes_its_storage():
     assert parameter.dtype == made.dtype == torch.float64
 
 
+def test_tensor_registrations_make_a_module_tensor_under_the_name_given_first():
+    for method in sorted(torch_api.TENSOR_REGISTRATIONS):
+        module = nn.Module()
+        getattr(module, method)("alpha", nn.Parameter(torch.zeros(2)))
+        assert "alpha" in dict(module.state_dict()), method
+
+
 def test_elementwise_methods_map_a_tensor_to_one_of_its_shape():
     tensor = torch.rand(2, 3, requires_grad=True)
     for name in torch_api.ELEMENTWISE_METHODS:

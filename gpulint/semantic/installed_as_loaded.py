@@ -9,17 +9,22 @@ that one parameter would move to the CPU and the next forward pass would mix dev
 
 Decided where the installed value is the load, or the load followed by subscripts and methods that
 keep a tensor on its device (``torch.load(path)["embed"].half()``), or such a chain of a name bound
-once, by a plain assignment, to one of these; and it is assigned to an attribute's ``.data``, or
-wrapped in ``torch.nn.Parameter`` and assigned to an attribute.
+once, by a plain assignment, to one of these; and it is assigned to the ``.data`` of a module's
+tensor, or wrapped in ``torch.nn.Parameter`` and assigned to an attribute. A module's tensor is an
+attribute (``layer.weight``, ``self.alpha``) named ``weight`` or ``bias``, or named as the module
+names a parameter or buffer it makes (``self.alpha = nn.Parameter(...)``,
+``self.register_buffer("alpha", ...)``): a dataset's ``self.data = torch.load(path)`` is none.
 """
 
 from __future__ import annotations
 
 import ast
-from typing import Iterator
+from typing import FrozenSet, Iterator
 
 from gpulint.semantic.model import SemanticModel
-from gpulint.semantic.torch_api import DEVICE_KEEPING_TENSOR_METHODS, PARAMETER, TENSOR_STORAGE
+from gpulint.semantic.torch_api import (
+    DEVICE_KEEPING_TENSOR_METHODS, PARAMETER, TENSOR_REGISTRATIONS, TENSOR_STORAGE, WEIGHT_ATTRIBUTES,
+)
 
 
 def installed_as_loaded(model: SemanticModel, call: ast.Call) -> bool:
@@ -60,7 +65,7 @@ def _installed(model: SemanticModel, value: ast.expr) -> bool:
     assigned to an attribute."""
     parent = model.parent(value)
     if isinstance(parent, ast.Assign) and parent.value is value:
-        return any(isinstance(target, ast.Attribute) and target.attr == TENSOR_STORAGE for target in parent.targets)
+        return any(_stores_into_a_module_tensor(model, target) for target in parent.targets)
     if (
         isinstance(parent, ast.Call) and parent.args and parent.args[0] is value
         and PARAMETER in model.resolved_names(parent.func)
@@ -70,3 +75,26 @@ def _installed(model: SemanticModel, value: ast.expr) -> bool:
             isinstance(target, ast.Attribute) for target in statement.targets
         )
     return False
+
+
+def _stores_into_a_module_tensor(model: SemanticModel, target: ast.expr) -> bool:
+    """``<object>.<name>.data`` where ``<name>`` is the name of a module's tensor."""
+    return (
+        isinstance(target, ast.Attribute) and target.attr == TENSOR_STORAGE
+        and isinstance(target.value, ast.Attribute) and target.value.attr in model.derived(module_tensor_names)
+    )
+
+
+def module_tensor_names(model: SemanticModel) -> FrozenSet[str]:
+    """``weight``, ``bias``, and the names the module gives the parameters and buffers it makes."""
+    names = set(WEIGHT_ATTRIBUTES)
+    for call in model.nodes(ast.Call):
+        if isinstance(call.func, ast.Attribute) and call.func.attr in TENSOR_REGISTRATIONS and call.args:
+            first = call.args[0]
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                names.add(first.value)
+        elif PARAMETER in model.resolved_names(call.func):
+            statement = model.parent(call)
+            if isinstance(statement, ast.Assign) and statement.value is call:
+                names.update(target.attr for target in statement.targets if isinstance(target, ast.Attribute))
+    return frozenset(names)
