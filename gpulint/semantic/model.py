@@ -314,12 +314,37 @@ class SemanticModel(Survey):
                 found.setdefault(id(parent), {})[function.name] = function
         return found
 
+    def called_definition(self, name: ast.Name) -> Optional[Function]:
+        """The ``def`` a read of ``name`` reaches, by binding. Where the scope that binds it reads it
+        itself (module-level code, a notebook's cells one after another), the last ``def`` of that
+        name before the read, as the code runs top to bottom; read from another scope (a function's
+        body runs later), the last one, as :meth:`definition` takes it."""
+        binding = self.scope_at(name).resolve(name.id)
+        if self.scope_at(name) is not binding.scope:
+            return self.definition(binding)
+        before = [
+            function for function in self._every_definition_by_scope.get(id(binding.scope), {}).get(binding.name, [])
+            if (function.node.lineno, function.node.col_offset) < (name.lineno, name.col_offset)
+        ]
+        return before[-1] if before else None
+
+    @cached_property
+    def _every_definition_by_scope(self) -> Dict[int, Dict[str, List[Function]]]:
+        """For each scope (by ``id``), every ``def`` of each name among its children, in source order."""
+        found: Dict[int, Dict[str, List[Function]]] = {}
+        for function in sorted(self._definitions[0].values(), key=lambda f: (f.node.lineno, f.node.col_offset)):
+            parent = function.scope.parent
+            if parent is not None and isinstance(function.node, FUNCTIONS):
+                found.setdefault(id(parent), {}).setdefault(function.name, []).append(function)
+        return found
+
     def callee(self, call: ast.Call) -> Optional[Function]:
-        """The function of this module a call calls, by binding: ``f(x)``, and ``self.m(x)`` in a
-        method of the class (or of a class of the module it derives from)."""
+        """The function of this module a call calls, by binding: ``f(x)`` (the ``def`` it reaches:
+        :meth:`called_definition`), and ``self.m(x)`` in a method of the class (or of a class of the
+        module it derives from)."""
         func = call.func
         if isinstance(func, ast.Name):
-            return self.definition(self.scope_at(func).resolve(func.id))
+            return self.called_definition(func)
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
             place = self.place(func.value)
             if place is not None and place.binding.name == "self" and not place.path and place.binding.scope.is_class:
