@@ -97,8 +97,11 @@ class AccumulatedAutogradHistory(Rule):
                     self._check(node, target, other)
 
     def visit_Call(self, node: cst.Call) -> None:
+        """``losses.append(loss)``, and ``logs["loss"].append(loss)``: a list held in a container
+        lives as long as the container."""
         if isinstance(node.func, cst.Attribute) and node.func.attr.value in APPENDING_METHODS and node.args:
-            self._check(node, node.func.value, node.args[-1].value)
+            receiver = node.func.value
+            self._check(node, receiver.value if isinstance(receiver, cst.Subscript) else receiver, node.args[-1].value)
 
     def _check(self, statement: cst.CSTNode, accumulator: cst.BaseExpression, value: cst.BaseExpression) -> None:
         if self.context.model is not None and self.context.model.runs_another_framework:
