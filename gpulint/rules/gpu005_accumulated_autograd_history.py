@@ -251,10 +251,16 @@ class AccumulatedAutogradHistory(Rule):
         return False
 
     def _in_batch_helper(self, scope_node: cst.CSTNode) -> bool:
-        """A loss or criterion (what it sums is what the caller backpropagates) or a collate function."""
-        return self._in_loss_function(scope_node) or (
-            isinstance(scope_node, cst.FunctionDef) and bool(HELPER_FUNCTION.fullmatch(scope_node.name.value))
-        )
+        """A loss or criterion (what it sums is what the caller backpropagates), or a collate
+        function: one named for it, or a method of a class named for it (``PadCollateFn.__call__``)."""
+        if self._in_loss_function(scope_node):
+            return True
+        current: Optional[cst.CSTNode] = scope_node
+        while current is not None and not isinstance(current, cst.Module):
+            if isinstance(current, (cst.FunctionDef, cst.ClassDef)) and HELPER_FUNCTION.fullmatch(current.name.value):
+                return True
+            current = self.get_metadata(ParentNodeProvider, current, None)
+        return False
 
     def _grad_off(self, node: cst.CSTNode) -> bool:
         """Whether ``node`` always runs with gradients off, by the model: inside a grad-off ``with``
