@@ -18,7 +18,7 @@ from gpulint.semantic.coco_evaluation import read_as_coco_evaluation
 from gpulint.semantic.construction_weights import loaded_while_built
 from gpulint.semantic.dead_code import never_runs
 from gpulint.semantic.fed_as_loaded import fed_to_computation_as_loaded
-from gpulint.semantic.installed_as_loaded import installed_as_loaded
+from gpulint.semantic.installed_as_loaded import attached_where_placed, installed_as_loaded
 from gpulint.semantic.mapping_use import MappingUse
 from gpulint.semantic.model import Function, SemanticModel
 from gpulint.semantic.model_size import always_a_toy, is_toy_payload
@@ -118,6 +118,8 @@ class TorchLoadWithoutMapLocation(Rule):
             return NoFix(FED_AS_LOADED)
         if installed_as_loaded(model, call):
             return NoFix(INSTALLED_AS_LOADED)
+        if attached_where_placed(model, call):
+            return NoFix(ATTACHED_WHERE_PLACED)
         if model.mentions_accelerator and unmoved_script_module(model, call):
             return NoFix(UNMOVED_SCRIPT_MODULE)
         if use.importable is not None:
@@ -178,6 +180,11 @@ INSTALLED_AS_LOADED = (
     "so the parameter goes wherever the load puts it (a model on the GPU would meet one parameter on the CPU)"
 )
 """Why there is no fix for a load whose tensor is installed in a module as a parameter."""
+ATTACHED_WHERE_PLACED = (
+    "what is loaded is attached, as it came back, to an object the code has moved to a device, "
+    "which may rely on it coming back to the GPU it was saved from"
+)
+"""Why there is no fix for a load attached to an object the code put on a device."""
 
 UNMOVED_SCRIPT_MODULE = (
     "the code runs the TorchScript module where the load puts it and never moves it: one exported "

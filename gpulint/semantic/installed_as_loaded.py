@@ -14,22 +14,41 @@ tensor, or wrapped in ``torch.nn.Parameter`` and assigned to an attribute. A mod
 attribute (``layer.weight``, ``self.alpha``) named ``weight`` or ``bias``, or named as the module
 names a parameter or buffer it makes (``self.alpha = nn.Parameter(...)``,
 ``self.register_buffer("alpha", ...)``): a dataset's ``self.data = torch.load(path)`` is none.
+
+So, likewise, does what the code attaches to an object it has put on a device:
+``model.to(device)``, then ``model.cost = torch.load(path)["model"]`` leaves the attached cost
+model wherever the load puts it, which the program relies on being the device it was saved from.
 """
 
 from __future__ import annotations
 
 import ast
-from typing import FrozenSet, Iterator
+from typing import FrozenSet, Iterator, Tuple
 
 from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.torch_api import (
-    DEVICE_KEEPING_TENSOR_METHODS, PARAMETER, TENSOR_REGISTRATIONS, TENSOR_STORAGE, WEIGHT_ATTRIBUTES,
+    DEVICE_KEEPING_TENSOR_METHODS, DEVICE_MOVES, PARAMETER, TENSOR_REGISTRATIONS, TENSOR_STORAGE, WEIGHT_ATTRIBUTES,
 )
+
+PLACING_MOVES = DEVICE_MOVES - {"cpu"}
+"""Moves that may put an object on an accelerator."""
 
 
 def installed_as_loaded(model: SemanticModel, call: ast.Call) -> bool:
     """Whether a tensor that ``call`` loads becomes, as it came back, a parameter's storage."""
     return any(_installed(model, top) for top in _chain_tops(model, call))
+
+
+def attached_where_placed(model: SemanticModel, call: ast.Call) -> bool:
+    """Whether what ``call`` loads is attached, as it came back, to an object the code has put on a
+    device (:func:`_attached_to_a_placed_object`)."""
+    for top in _chain_tops(model, call):
+        statement = model.parent(top)
+        if isinstance(statement, ast.Assign) and statement.value is top and any(
+            _attached_to_a_placed_object(model, statement, target) for target in statement.targets
+        ):
+            return True
+    return False
 
 
 def _chain_tops(model: SemanticModel, call: ast.Call) -> Iterator[ast.expr]:
@@ -61,8 +80,8 @@ def _chain_top(model: SemanticModel, node: ast.expr) -> ast.expr:
 
 
 def _installed(model: SemanticModel, value: ast.expr) -> bool:
-    """Whether ``value`` is assigned to an attribute's ``.data``, or made a parameter that is
-    assigned to an attribute."""
+    """Whether ``value`` is assigned to the ``.data`` of a module's tensor, or made a parameter that
+    is assigned to an attribute."""
     parent = model.parent(value)
     if isinstance(parent, ast.Assign) and parent.value is value:
         return any(_stores_into_a_module_tensor(model, target) for target in parent.targets)
@@ -98,3 +117,24 @@ def module_tensor_names(model: SemanticModel) -> FrozenSet[str]:
             if isinstance(statement, ast.Assign) and statement.value is call:
                 names.update(target.attr for target in statement.targets if isinstance(target, ast.Attribute))
     return frozenset(names)
+
+
+def _attached_to_a_placed_object(model: SemanticModel, statement: ast.Assign, target: ast.expr) -> bool:
+    """``model.cost = <load>`` where the scope has moved ``model`` (that binding) to a device
+    (``model.to(device)``, ``model.cuda()``) before the assignment: the code put the object on its
+    device and attaches what the load gives, where the load put it (a later move of the object
+    may come after the attached part has run)."""
+    if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)):
+        return False
+    scope = model.scope_at(target)
+    binding = scope.resolve(target.value.id)
+    return any(
+        isinstance(call.func, ast.Attribute) and call.func.attr in PLACING_MOVES
+        and isinstance(call.func.value, ast.Name) and model.scope_at(call) is scope
+        and scope.resolve(call.func.value.id) == binding and _position(call) < _position(statement)
+        for call in model.nodes(ast.Call)
+    )
+
+
+def _position(node: ast.AST) -> Tuple[int, int]:
+    return (node.lineno, node.col_offset)  # type: ignore[attr-defined]
