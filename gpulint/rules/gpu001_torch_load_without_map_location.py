@@ -310,7 +310,28 @@ def _placed_by_the_program(model: SemanticModel, call: ast.Call) -> bool:
     loaded on inputs the program moves to the GPU, or it never runs."""
     loaded = loaded_path(call)
     return never_runs(model, call) or moved_to_gpu_at_once(model, call) or run_on_gpu_inputs_as_loaded(model, call) or (
-        loaded is not None and model.derived(ReadBack).reads_back(call, loaded)
+        loaded is not None and (model.derived(ReadBack).reads_back(call, loaded) or _falls_back_from_a_mapped_load(model, call, loaded))
+    )
+
+
+SCOPE_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+"""Nodes whose bodies run at another time than the code around them."""
+
+
+def _falls_back_from_a_mapped_load(model: SemanticModel, call: ast.Call, loaded: ast.expr) -> bool:
+    """Whether the load is the fallback of a ``try`` whose body loads the same path with a
+    ``map_location`` (``try: torch.load(f, map_location="cpu")`` / ``except: torch.load(f)``): the
+    code maps first, and restores onto the saved device on purpose when that fails."""
+    handler = next((node for node in model.ancestors(call) if isinstance(node, (ast.ExceptHandler, *SCOPE_NODES))), None)
+    statement = model.parent(handler) if isinstance(handler, ast.ExceptHandler) else None
+    if not isinstance(statement, ast.Try):
+        return False  # a function the handler defines runs later, not as the fallback
+    read_back = model.derived(ReadBack)
+    return any(
+        isinstance(node, ast.Call) and model.resolved_names(node.func) & MAP_LOCATION_SLOT.keys()
+        and any(keyword.arg == "map_location" for keyword in node.keywords)
+        and read_back.same_path(loaded_path(node), loaded)
+        for node in own_nodes(statement.body)
     )
 
 
