@@ -9,7 +9,10 @@ and ``map_location`` would move them somewhere else:
   load into names (``src, tgt = torch.load(path)``) that the other branch binds and saves, as the
   same tuple, to the same path (``torch.save((src, tgt), path)``); or it loads into an attribute
   (``self.ids = torch.load(ids_file)``) that the other branch binds, the same way, to a value
-  saved to the same path. Either branch leaves the same value, on the same device.
+  saved to the same path; or it loads a dict and reads each part into a name or attribute
+  (``self.mean = stats.get("mean")``) that the other branch binds and then saves under the same
+  key, with the other parts, to the same path. Either branch leaves the same value, on the same
+  device.
 - **a live object restored**: the code saves a module or optimizer whole (what the model treats as
   a module, not a state dict, or a TorchScript module it makes and saves with ``torch.jit.save`` or
   its own ``save``) and loads the same path back: the object returns to the device the program put
@@ -125,7 +128,7 @@ class ReadBack:
         path = self.path_of(loaded)
         return path is not None and (
             self._restores_live_object(call, path) or self._restores_attribute(call, path) or self._reads_cache(call, path)
-            or self._placed_by_branch(call, path)
+            or self._reads_keyed_cache(call, path) or self._placed_by_branch(call, path)
         )
 
     def reads_own_file(self, call: ast.Call) -> bool:
@@ -437,6 +440,70 @@ class ReadBack:
                     return True
         return False
 
+    def _reads_keyed_cache(self, call: ast.Call, path: Optional[ast.expr]) -> bool:
+        """A cache saved as a dict of its parts: ``stats = torch.load(path)`` in one branch of an
+        ``if``, then ``self.mean = stats.get("mean")`` (or ``stats["mean"]``) for each part, and in
+        the other branch ``self.mean`` bound and then saved under the same key, with every part the
+        load branch reads, to the same path (``torch.save({"mean": self.mean, ...}, path)``, or
+        ``dict(mean=self.mean, ...)``)."""
+        statement = self.model.parent(call)
+        if not (isinstance(statement, ast.Assign) and statement.value is call and len(statement.targets) == 1):
+            return False
+        holder = statement.targets[0]
+        branch = self._other_branch(statement)
+        own = self._own_branch(statement)
+        if not isinstance(holder, (ast.Name, ast.Attribute)) or branch is None or own is None:
+            return False
+        parts = {
+            key: target for key, target in (self._part_read(node, holder) for node in own if self.runs_before(statement, node))
+            if key is not None and target is not None
+        }
+        if not parts:
+            return False
+        for node in own_nodes(branch):
+            if isinstance(node, ast.Call) and self._saves(node):
+                saved_parts, saved = _keyed_parts(self.model, _argument(node, 0, "obj")), _argument(node, 1, "f")
+                if saved is None or saved_parts is None or not self.same_path(self.path_of(saved), path):
+                    continue
+                if all(
+                    key in saved_parts and ast.unparse(saved_parts[key]) == ast.unparse(target)
+                    and self._assigned_before(branch, target, node)
+                    for key, target in parts.items()
+                ):
+                    return True
+        return False
+
+    def _own_branch(self, statement: ast.stmt) -> Optional[List[ast.stmt]]:
+        """The branch of the ``if`` that holds ``statement`` directly."""
+        parent = self.model.parent(statement)
+        if not isinstance(parent, ast.If):
+            return None
+        return parent.body if any(child is statement for child in parent.body) else parent.orelse
+
+    @staticmethod
+    def _part_read(node: ast.stmt, holder: ast.expr) -> Tuple[Optional[str], Optional[ast.expr]]:
+        """``(key, target)`` for ``target = holder.get("key")`` or ``target = holder["key"]``."""
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], (ast.Name, ast.Attribute))):
+            return None, None
+        value = node.value
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "get" and len(value.args) == 1 and not value.keywords:
+            source, key = value.func.value, value.args[0]
+        elif isinstance(value, ast.Subscript):
+            source, key = value.value, value.slice
+        else:
+            return None, None
+        if ast.unparse(source) != ast.unparse(holder) or not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+            return None, None
+        return key.value, node.targets[0]
+
+    def _assigned_before(self, branch: List[ast.stmt], target: ast.expr, save: ast.Call) -> bool:
+        """Whether a statement of ``branch`` assigns ``target`` (spelled the same) before ``save`` runs."""
+        return any(
+            isinstance(node, ast.Assign) and any(ast.unparse(each) == ast.unparse(target) for each in _store_targets(node))
+            and self.runs_before(node, save)
+            for node in own_nodes(branch)
+        )
+
     def _bound_before(self, branch: List[ast.stmt], name: str, save: ast.Call) -> bool:
         """Whether a statement of ``branch`` binds ``name`` before ``save`` runs."""
         return any(
@@ -539,3 +606,28 @@ def _names_in(node: ast.AST) -> Iterator[ast.Name]:
 def _on_self(place: Place) -> bool:
     """An attribute of ``self`` in a method (keyed by its class)."""
     return bool(place.path) and place.binding.name == "self" and place.binding.scope.is_class
+
+
+def _keyed_parts(model: SemanticModel, value: Optional[ast.expr]) -> Optional[Dict[str, ast.expr]]:
+    """The parts of a dict display with string keys (``{"mean": m}``), or of ``dict(mean=m)``."""
+    if isinstance(value, ast.Dict):
+        if not all(isinstance(key, ast.Constant) and isinstance(key.value, str) for key in value.keys):
+            return None
+        return {str(key.value): part for key, part in zip(value.keys, value.values) if isinstance(key, ast.Constant)}
+    if (
+        isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and model.is_builtin(value.func, {"dict"})
+        and not value.args and all(keyword.arg is not None for keyword in value.keywords)
+    ):
+        return {str(keyword.arg): keyword.value for keyword in value.keywords}
+    return None
+
+
+def _store_targets(statement: ast.Assign) -> Iterator[ast.expr]:
+    """The names and attributes an assignment stores into, through tuples."""
+    stack: List[ast.expr] = list(statement.targets)
+    while stack:
+        target = stack.pop()
+        if isinstance(target, (ast.Tuple, ast.List)):
+            stack.extend(target.elts)
+        else:
+            yield target
