@@ -90,6 +90,7 @@ HOLDOUT_SETS = {
     "A twenty-fourth held-out set": ("wild-holdout-24-first.json", "wild-holdout-24.json"),
     "A twenty-fifth held-out set": ("wild-holdout-25-first.json", "wild-holdout-25.json"),
     "A twenty-sixth held-out set": ("wild-holdout-26-first.json", "wild-holdout-26.json"),
+    "A twenty-seventh held-out set": ("wild-holdout-27-first.json", "wild-holdout-27.json"),
 }
 HOLDOUT_FIGURES = r"the first measurement gave (?P<first>[^;]*); now (?P<now>[^.]*(?:\.\d+[^.]*)*)\."
 

@@ -454,12 +454,13 @@ class ReadBack:
         own = self._own_branch(statement)
         if not isinstance(holder, (ast.Name, ast.Attribute)) or branch is None or own is None:
             return False
+        reads = [node for node in own if self.runs_before(statement, node)]
         parts = {
-            key: target for key, target in (self._part_read(node, holder) for node in own if self.runs_before(statement, node))
+            key: target for key, target in (self._part_read(node, holder) for node in reads)
             if key is not None and target is not None
         }
-        if not parts:
-            return False
+        if not parts or self._holder_read_otherwise(reads, holder):
+            return False  # ``stats.get("dataset", None)``: a file the other branch did not write (a legacy cache)
         for node in own_nodes(branch):
             if isinstance(node, ast.Call) and self._saves(node):
                 saved_parts, saved = _keyed_parts(self.model, _argument(node, 0, "obj")), _argument(node, 1, "f")
@@ -479,6 +480,16 @@ class ReadBack:
         if not isinstance(parent, ast.If):
             return None
         return parent.body if any(child is statement for child in parent.body) else parent.orelse
+
+    def _holder_read_otherwise(self, statements: List[ast.stmt], holder: ast.expr) -> bool:
+        """Whether ``statements`` read ``holder`` other than as a part read into a target."""
+        spelled = ast.unparse(holder)
+        part_reads = sum(1 for statement in statements if self._part_read(statement, holder)[0] is not None)
+        holder_reads = sum(
+            1 for node in own_nodes(statements)
+            if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load) and ast.unparse(node) == spelled
+        )
+        return holder_reads != part_reads
 
     @staticmethod
     def _part_read(node: ast.stmt, holder: ast.expr) -> Tuple[Optional[str], Optional[ast.expr]]:
