@@ -25,6 +25,7 @@ from gpulint.semantic.forward_values import hands_on, keeps_nothing_from
 from gpulint.semantic.history import AutogradHistory
 from gpulint.semantic.model import Function, SemanticModel
 from gpulint.semantic.project_callers import called_only_without_grad
+from gpulint.semantic.decorated_methods import runs_without_grad_by_its_decorator
 from gpulint.semantic.project_modules import project_modules
 from gpulint.semantic.one_example import keeps_activations, registers_hooks, runs_one_example
 from gpulint.semantic.tiny_batches import on_tiny_images
@@ -570,12 +571,13 @@ def _metadata_read(model: SemanticModel, value: ast.expr) -> Optional[ast.expr]:
 
 
 def _builds_a_graph_on_the_gpu(model: SemanticModel, facts: EvaluationFacts, call: ast.Call) -> bool:
-    """Whether a forward call may build a graph in GPU memory: not of a frozen model, nor of a model
+    """Whether a forward call may build a graph in GPU memory: not of a frozen model, nor a method its
+    class runs without gradients by its decorator (:func:`runs_without_grad_by_its_decorator`), nor of a model
     the module itself binds (:meth:`SemanticModel.bound_here`: not ``self``'s part, nor a parameter
     that callers elsewhere may fill with a model they moved) in a module that never puts anything on
     an accelerator."""
     place = facts.model_place(call)
-    if place in facts.frozen:
+    if place in facts.frozen or runs_without_grad_by_its_decorator(model, call):
         return False
     return place is None or model.mentions_accelerator or not model.bound_here(place)
 
