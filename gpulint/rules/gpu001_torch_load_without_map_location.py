@@ -29,7 +29,7 @@ from gpulint.semantic.live_optimizer import restores_live_optimizer
 from gpulint.semantic.read_back import ReadBack, loaded_path
 from gpulint.semantic.run_as_loaded import run_on_gpu_inputs_as_loaded
 from gpulint.semantic.scopes import Binding
-from gpulint.semantic.survey import ast_dotted_name, ast_full_name, module_of, own_nodes
+from gpulint.semantic.survey import SCOPES, ast_dotted_name, ast_full_name, module_of, own_nodes, position
 from gpulint.semantic.torch_api import MAP_LOCATION_SLOT, TENSORLESS_FILES
 from gpulint.semantic.unmoved_module import unmoved_script_module
 
@@ -53,7 +53,6 @@ and RNG states), as whole words of a name or string: ``SCHEDULER_NAME``, ``"rng_
 never ``upscaler``."""
 OLD_MAC_LINE_BREAK = re.compile(r"\r(?!\n)")
 WORD = re.compile(r"[A-Z0-9]+(?![a-z])|[A-Z]?[a-z0-9]+")
-
 
 
 class TorchLoadWithoutMapLocation(Rule):
@@ -314,15 +313,11 @@ def _placed_by_the_program(model: SemanticModel, call: ast.Call) -> bool:
     )
 
 
-SCOPE_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
-"""Nodes whose bodies run at another time than the code around them."""
-
-
 def _falls_back_from_a_mapped_load(model: SemanticModel, call: ast.Call, loaded: ast.expr) -> bool:
     """Whether the load is the fallback of a ``try`` whose body loads the same path with a
     ``map_location`` (``try: torch.load(f, map_location="cpu")`` / ``except: torch.load(f)``): the
     code maps first, and restores onto the saved device on purpose when that fails."""
-    handler = next((node for node in model.ancestors(call) if isinstance(node, (ast.ExceptHandler, *SCOPE_NODES))), None)
+    handler = next((node for node in model.ancestors(call) if isinstance(node, (ast.ExceptHandler, *SCOPES))), None)
     statement = model.parent(handler) if isinstance(handler, ast.ExceptHandler) else None
     if not isinstance(statement, ast.Try):
         return False  # a function the handler defines runs later, not as the fallback
@@ -619,11 +614,11 @@ def _last_bound_to_a_download(model: SemanticModel, scope: ast.AST, loaded: ast.
     bound = [(statement, target, value) for statement, target, value in assignments if isinstance(target, ast.Name) and model.place(target) == place]
     if not bound:
         return False
-    last, target, value = max(bound, key=lambda assignment: _position(assignment[0]))
+    last, target, value = max(bound, key=lambda assignment: position(assignment[0]))
     if any(isinstance(node, (ast.BoolOp, ast.IfExp)) for node in ast.walk(value)) or not _contains_download(model, [value]):
         return False
     stores = [use for use in model.uses(place.binding) if isinstance(use.ctx, ast.Store) and use is not target]
-    return not any(_position(last) < _position(store) < _position(anchor) for store in stores)
+    return not any(position(last) < position(store) < position(anchor) for store in stores)
 
 
 TRY_STATEMENTS = (ast.Try, getattr(ast, "TryStar", ast.Try))
@@ -640,10 +635,6 @@ def _always_run(statements: List[ast.stmt]) -> Iterator[ast.stmt]:
             yield from _always_run(statement.body)
         elif isinstance(statement, TRY_STATEMENTS):
             yield from _always_run([*statement.body, *statement.finalbody])
-
-
-def _position(node: ast.AST) -> Tuple[int, int]:
-    return (node.lineno, node.col_offset)  # type: ignore[attr-defined]
 
 
 def _blocks_around(model: SemanticModel, scope: ast.AST, anchor: ast.AST) -> Iterator[ast.AST]:

@@ -19,17 +19,17 @@ from gpulint.engine.rule import FixAvailability, Rule
 from gpulint.engine.test_modules import is_test_module
 from gpulint.semantic.backward import backpropagated_functions
 from gpulint.semantic.confined import stays_in_statements, stays_inside
+from gpulint.semantic.decorated_methods import runs_without_grad_by_its_decorator
 from gpulint.semantic.evaluation import EvaluationFacts, ScopeFacts
 from gpulint.semantic.explained_models import differentiated_elsewhere
 from gpulint.semantic.forward_values import hands_on, keeps_nothing_from
 from gpulint.semantic.history import AutogradHistory
 from gpulint.semantic.model import Function, SemanticModel
 from gpulint.semantic.project_callers import called_only_without_grad
-from gpulint.semantic.decorated_methods import runs_without_grad_by_its_decorator
 from gpulint.semantic.project_modules import project_modules
 from gpulint.semantic.one_example import keeps_activations, registers_hooks, runs_one_example
 from gpulint.semantic.tiny_batches import on_tiny_images
-from gpulint.semantic.survey import ast_dotted_name, forward_model, own_nodes
+from gpulint.semantic.survey import ast_dotted_name, forward_model, own_nodes, position
 from gpulint.semantic.torch_api import (
     DEVICE_KEEPING_TENSOR_METHODS, ELEMENTWISE_METHODS, EXECUTOR_MODULES, FORWARD_METHODS, FUNCTIONAL_NAMESPACE, TENSOR_TO_ARRAY_METHODS, HISTORY_FREE_METHODS, LAYOUT_METHODS,
     GRAD_REQUIRING_TENSOR_METHODS, MODULE_METHODS, TENSOR_METADATA_ATTRIBUTES, TENSOR_SHAPE_METHODS,
@@ -620,7 +620,7 @@ def _evaluation_loops(model: SemanticModel, scope: ScopeFacts, calls: List[ast.C
     return [
         (loop, loop_calls) for loop, loop_calls, nested in loops.values()
         if not _may_train_inside(model, loop, loop_calls) and (
-            (not nested and all(_position(step) < _position(loop) for step in training)) or stays_inside(model, loop)
+            (not nested and all(position(step) < position(loop) for step in training)) or stays_inside(model, loop)
         )
     ]
 
@@ -648,7 +648,7 @@ def _evaluation_tails(model: SemanticModel, scope: ScopeFacts, calls: List[ast.C
             tails.setdefault(id(statement), (statement, []))[1].append(call)
     return [
         (statement, tail_calls) for statement, tail_calls in tails.values()
-        if all(_position(step) < _position(statement) for step in training)
+        if all(position(step) < position(statement) for step in training)
         and not _may_train_inside(model, statement, tail_calls)
         and keeps_nothing_from(model, function, body[next(i for i, part in enumerate(body) if part is statement):], scope.forward_calls)
     ]
@@ -919,10 +919,6 @@ def _may_train_inside(model: SemanticModel, loop: ast.stmt, forward: List[ast.Ca
         if name in GRAD_SWITCHES:
             return True
     return False
-
-
-def _position(node: ast.AST) -> Tuple[int, int]:
-    return (node.lineno, node.col_offset)  # type: ignore[attr-defined]
 
 
 def _may_train(function: cst.FunctionDef, models: Set[str], forward: Set[int]) -> bool:

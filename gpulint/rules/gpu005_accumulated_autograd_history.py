@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple, Union
+from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Set, Tuple, Union
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider
@@ -145,11 +145,18 @@ class AccumulatedAutogradHistory(Rule):
         """A function named as one that computes a loss (``loss_fn``, ``compute_loss``,
         ``criterion``), or a method of a class named for one (``ComputeLoss``, ``SetCriterion``):
         what it sums is what the caller backpropagates."""
+        return self._inside_named(
+            scope_node, lambda name: bool(LOSS_FUNCTION.match(name)), lambda name: bool(LOSS_CLASS.search(name)),
+        )
+
+    def _inside_named(self, scope_node: cst.CSTNode, function: Callable[[str], bool], cls: Callable[[str], bool]) -> bool:
+        """Whether ``scope_node``, or a function or class around it, is a function whose name
+        ``function`` accepts or a class whose name ``cls`` accepts."""
         current: Optional[cst.CSTNode] = scope_node
         while current is not None and not isinstance(current, cst.Module):
-            if isinstance(current, cst.FunctionDef) and LOSS_FUNCTION.match(current.name.value):
+            if isinstance(current, cst.FunctionDef) and function(current.name.value):
                 return True
-            if isinstance(current, cst.ClassDef) and LOSS_CLASS.search(current.name.value):
+            if isinstance(current, cst.ClassDef) and cls(current.name.value):
                 return True
             current = self.get_metadata(ParentNodeProvider, current, None)
         return False
@@ -253,14 +260,7 @@ class AccumulatedAutogradHistory(Rule):
     def _in_batch_helper(self, scope_node: cst.CSTNode) -> bool:
         """A loss or criterion (what it sums is what the caller backpropagates), or a collate
         function: one named for it, or a method of a class named for it (``PadCollateFn.__call__``)."""
-        if self._in_loss_function(scope_node):
-            return True
-        current: Optional[cst.CSTNode] = scope_node
-        while current is not None and not isinstance(current, cst.Module):
-            if isinstance(current, (cst.FunctionDef, cst.ClassDef)) and HELPER_FUNCTION.fullmatch(current.name.value):
-                return True
-            current = self.get_metadata(ParentNodeProvider, current, None)
-        return False
+        return self._in_loss_function(scope_node) or self._inside_named(scope_node, _names_collation, _names_collation)
 
     def _grad_off(self, node: cst.CSTNode) -> bool:
         """Whether ``node`` always runs with gradients off, by the model: inside a grad-off ``with``
@@ -387,6 +387,11 @@ def _accumulated_values(survey: Survey) -> Iterator[Tuple[ast.AST, ast.expr]]:
     for call in survey.method_calls(*APPENDING_METHODS):
         if survey.in_loop(call):
             yield from ((call, value) for value in argument_values(call))
+
+
+def _names_collation(name: str) -> bool:
+    """A function or class named for assembling a batch (``collate_padded``, ``PadCollateFn``)."""
+    return bool(HELPER_FUNCTION.fullmatch(name))
 
 
 def _is_forward(scope_node: cst.CSTNode) -> bool:

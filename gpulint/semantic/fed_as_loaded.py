@@ -22,7 +22,7 @@ import builtins
 from typing import Dict, Iterator, List, Optional, Set, Tuple
 
 from gpulint.semantic.model import SemanticModel
-from gpulint.semantic.survey import own_nodes
+from gpulint.semantic.survey import own_nodes, position
 from gpulint.semantic.torch_api import DATA_LOADER, DEVICE_MOVES, TENSOR_DATASET, TQDM
 
 def fed_to_computation_as_loaded(model: SemanticModel, call: ast.Call) -> bool:
@@ -108,16 +108,12 @@ def _passes_a_batch_unmoved(model: SemanticModel, loop: ast.For, names: Set[str]
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in DEVICE_MOVES and isinstance(node.func.value, ast.Name):
             name = node.func.value.id
         if name in names:
-            changed[name] = min(changed.get(name, _position(node)), _position(node))
+            changed[name] = min(changed.get(name, position(node)), position(node))
     for node in nodes:
         if not isinstance(node, ast.Call) or model.is_builtin(node.func, builtins.__dict__):
             continue
         for argument in [*node.args, *(keyword.value for keyword in node.keywords)]:
             value = argument.value if isinstance(argument, ast.Starred) else argument
-            if isinstance(value, ast.Name) and value.id in names and (value.id not in changed or _position(node) < changed[value.id]):
+            if isinstance(value, ast.Name) and value.id in names and (value.id not in changed or position(node) < changed[value.id]):
                 return True
     return False
-
-
-def _position(node: ast.AST) -> Tuple[int, int]:
-    return (node.lineno, node.col_offset)  # type: ignore[attr-defined]

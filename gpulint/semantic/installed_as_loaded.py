@@ -23,9 +23,10 @@ model wherever the load puts it, which the program relies on being the device it
 from __future__ import annotations
 
 import ast
-from typing import FrozenSet, Iterator, Tuple
+from typing import FrozenSet, Iterator
 
 from gpulint.semantic.model import SemanticModel
+from gpulint.semantic.survey import position
 from gpulint.semantic.torch_api import (
     DEVICE_KEEPING_TENSOR_METHODS, DEVICE_MOVES, PARAMETER, TENSOR_REGISTRATIONS, TENSOR_STORAGE, WEIGHT_ATTRIBUTES,
 )
@@ -131,10 +132,6 @@ def _attached_to_a_placed_object(model: SemanticModel, statement: ast.Assign, ta
     return any(
         isinstance(call.func, ast.Attribute) and call.func.attr in PLACING_MOVES
         and isinstance(call.func.value, ast.Name) and model.scope_at(call) is scope
-        and scope.resolve(call.func.value.id) == binding and _position(call) < _position(statement)
+        and scope.resolve(call.func.value.id) == binding and position(call) < position(statement)
         for call in model.nodes(ast.Call)
     )
-
-
-def _position(node: ast.AST) -> Tuple[int, int]:
-    return (node.lineno, node.col_offset)  # type: ignore[attr-defined]

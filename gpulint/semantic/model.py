@@ -22,7 +22,7 @@ from gpulint.semantic import torch_api
 from gpulint.semantic.scopes import FUNCTIONS, Binding, Scope, build_scopes
 from gpulint.semantic.import_table import ImportTable
 from gpulint.semantic.visitor import Visitor
-from gpulint.semantic.survey import Survey, ast_dotted_name, ast_full_name, is_false_constant, module_of, own_nodes
+from gpulint.semantic.survey import Survey, ast_dotted_name, ast_full_name, is_false_constant, module_of, own_nodes, position
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 Derived = TypeVar("Derived")
@@ -324,7 +324,7 @@ class SemanticModel(Survey):
             return self.definition(binding)
         before = [
             function for function in self._every_definition_by_scope.get(id(binding.scope), {}).get(binding.name, [])
-            if (function.node.lineno, function.node.col_offset) < (name.lineno, name.col_offset)
+            if position(function.node) < position(name)
         ]
         return before[-1] if before else None
 
@@ -332,7 +332,7 @@ class SemanticModel(Survey):
     def _every_definition_by_scope(self) -> Dict[int, Dict[str, List[Function]]]:
         """For each scope (by ``id``), every ``def`` of each name among its children, in source order."""
         found: Dict[int, Dict[str, List[Function]]] = {}
-        for function in sorted(self._definitions[0].values(), key=lambda f: (f.node.lineno, f.node.col_offset)):
+        for function in sorted(self._definitions[0].values(), key=lambda f: position(f.node)):
             parent = function.scope.parent
             if parent is not None and isinstance(function.node, FUNCTIONS):
                 found.setdefault(id(parent), {}).setdefault(function.name, []).append(function)

@@ -19,7 +19,7 @@ from gpulint.semantic.model import OTHER_BINDINGS, Function, SemanticModel
 from gpulint.semantic.scopes import Binding
 from gpulint.semantic.survey import ast_dotted_name, module_of
 from gpulint.semantic.torch_api import (
-    LITERAL_TENSOR, MODULE_CONTAINERS, MODULE_RETURNING_METHODS,
+    BUFFER_REGISTRATION, LITERAL_TENSOR, MODULE_CONTAINERS, MODULE_RETURNING_METHODS,
     MODULE_WRAPPERS, PARAMETER, PARAMETER_FREE_LAYERS, RANGE_FUNCTION, SHAPE_FACTORIES, SHAPE_KEEPING_FUNCTIONS, SHAPE_KEEPING_METHODS,
     RECURRENT_GATES, SIZED_LAYERS, STACKING_FUNCTION, TENSOR_OPTIONS, TENSOR_SHAPE_METHODS, TENSOR_TO_PYTHON_METHODS, nn_class_name,
 )
@@ -30,7 +30,6 @@ SMALL_NETWORK = 1_000_000
 """The most elements a small network's state dict holds (a course's MNIST or CIFAR classifier):
 4 MB in float32."""
 MODULE_BASE = "torch.nn.Module"
-BUFFER_REGISTRATION = "register_buffer"
 MAX_DEPTH = 8
 """How deep classes built by classes are followed."""
 SIZE_CHANGING_FREE_LAYERS = frozenset({

@@ -25,9 +25,10 @@ from gpulint.semantic.visitor import SHARED_LEAVES
 NodeType = TypeVar("NodeType", bound=ast.AST)
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-_SCOPES = (*_FUNCTIONS, ast.Lambda, ast.ClassDef)
+SCOPES = (*_FUNCTIONS, ast.Lambda, ast.ClassDef)
+"""Nodes whose bodies run at another time than the code around them."""
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
-_FUNCTION_TYPES, _SCOPE_TYPES, _LOOP_TYPES = frozenset(_FUNCTIONS), frozenset(_SCOPES), frozenset(_LOOPS)
+_FUNCTION_TYPES, _SCOPE_TYPES, _LOOP_TYPES = frozenset(_FUNCTIONS), frozenset(SCOPES), frozenset(_LOOPS)
 _NAMED_CONSTANTS: Dict[Optional[bool], str] = {True: "True", False: "False", None: "None"}
 _MOVING_METHODS = frozenset({"cuda", "to", "eval", "train", "half", "float", "bfloat16", "requires_grad_"})
 
@@ -76,7 +77,7 @@ def own_nodes(statements: List[ast.stmt]) -> Iterator[ast.AST]:
     stack: List[ast.AST] = list(statements)
     while stack:
         node = stack.pop()
-        if isinstance(node, _SCOPES):
+        if isinstance(node, SCOPES):
             continue
         yield node
         stack.extend(ast.iter_child_nodes(node))
@@ -88,6 +89,11 @@ def module_of(node: ast.expr, methods: AbstractSet[str] = MODULE_RETURNING_METHO
     while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in methods:
         node = node.func.value
     return node
+
+
+def position(node: ast.AST) -> Tuple[int, int]:
+    """Where ``node`` starts: (line, column), ordered as the source reads."""
+    return (node.lineno, node.col_offset)  # type: ignore[attr-defined]
 
 
 def is_false_constant(node: ast.AST) -> bool:

@@ -466,7 +466,9 @@ PARAMETER = "torch.nn.Parameter"
 """The wrapper that makes a module parameter of the tensor it is given: its storage, on its device."""
 TENSOR_STORAGE = "data"
 """The tensor attribute whose assignment swaps the tensor's storage, device included, for another's."""
-TENSOR_REGISTRATIONS = frozenset({"register_buffer", "register_parameter"})
+BUFFER_REGISTRATION = "register_buffer"
+"""The ``nn.Module`` method that makes a tensor a buffer of the module (``register_buffer(name, tensor)``)."""
+TENSOR_REGISTRATIONS = frozenset({BUFFER_REGISTRATION, "register_parameter"})
 """``nn.Module`` methods that make the tensor they are given one of the module's own, under the name
 they are given first."""
 VARIABLE = "torch.autograd.Variable"

@@ -14,10 +14,11 @@ unmoved); a module-level one does not (another module may import it).
 from __future__ import annotations
 
 import ast
-from typing import Dict, Tuple
+from typing import Dict
 
 from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.torch_api import DEVICE_MOVES, JIT_LOAD, MODULE_RETURNING_METHODS
+from gpulint.semantic.survey import position
 
 
 def unmoved_script_module(model: SemanticModel, call: ast.Call) -> bool:
@@ -30,15 +31,11 @@ def unmoved_script_module(model: SemanticModel, call: ast.Call) -> bool:
     target, place = bound
     reads = [
         use for use in model.uses(place.binding)
-        if isinstance(use.ctx, ast.Load) and _position(use) > _position(target) and not _exclusive(model, target, use)
+        if isinstance(use.ctx, ast.Load) and position(use) > position(target) and not _exclusive(model, target, use)
     ]
     if not reads and not place.binding.scope.is_function:
         return False  # another module may import the name and move what it holds
     return all(_runs_in_place(model, read) for read in reads)
-
-
-def _position(node: ast.AST) -> Tuple[int, int]:
-    return (node.lineno, node.col_offset)  # type: ignore[attr-defined]
 
 
 def _exclusive(model: SemanticModel, first: ast.AST, second: ast.AST) -> bool:
