@@ -254,6 +254,16 @@ def test_module_only_methods_are_module_methods_tensors_lack():
     assert sorted(m for m in torch_api.MODULE_ONLY_METHODS if _tensor_has(m) or not _module_has(m)) == []
 
 
+def test_mode_switches_keep_a_modules_tensors_where_they_are():
+    """``eval`` and ``train`` return the module itself, its parameters on the device they were on."""
+    layer = nn.Linear(1, 1)
+    weight = layer.weight
+    for switch in sorted(torch_api.MODE_SWITCHES):
+        assert _module_has(switch) and not _tensor_has(switch)
+        assert getattr(layer, switch)() is layer
+        assert layer.weight is weight
+
+
 def test_layout_methods_are_tensor_methods():
     assert sorted(m for m in torch_api.LAYOUT_METHODS if not _tensor_has(m)) == []
 

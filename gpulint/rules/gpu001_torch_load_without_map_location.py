@@ -27,7 +27,7 @@ from gpulint.semantic.path_strings import UNKNOWN, path_strings, segments
 from gpulint.semantic.published import names_a_published_file
 from gpulint.semantic.live_optimizer import restores_live_optimizer
 from gpulint.semantic.read_back import ReadBack, loaded_path
-from gpulint.semantic.run_as_loaded import run_on_gpu_inputs_as_loaded
+from gpulint.semantic.run_as_loaded import run_on_device_inputs_as_loaded, run_on_gpu_inputs_as_loaded
 from gpulint.semantic.scopes import Binding
 from gpulint.semantic.survey import SCOPES, ast_dotted_name, ast_full_name, module_of, own_nodes, position
 from gpulint.semantic.torch_api import MAP_LOCATION_SLOT, TENSORLESS_FILES
@@ -117,6 +117,8 @@ class TorchLoadWithoutMapLocation(Rule):
             return NoFix(FED_AS_LOADED)
         if installed_as_loaded(model, call):
             return NoFix(INSTALLED_AS_LOADED)
+        if run_on_device_inputs_as_loaded(model, call):
+            return NoFix(RUN_ON_DEVICE_INPUTS)
         if attached_where_placed(model, call):
             return NoFix(ATTACHED_WHERE_PLACED)
         if model.mentions_accelerator and unmoved_script_module(model, call):
@@ -179,6 +181,11 @@ INSTALLED_AS_LOADED = (
     "so the parameter goes wherever the load puts it (a model on the GPU would meet one parameter on the CPU)"
 )
 """Why there is no fix for a load whose tensor is installed in a module as a parameter."""
+RUN_ON_DEVICE_INPUTS = (
+    "what is loaded is used as it came back beside values the code moves to a device it names, "
+    "which may be the GPU the file was saved from (a module on the CPU would meet inputs on the GPU)"
+)
+
 ATTACHED_WHERE_PLACED = (
     "what is loaded is attached, as it came back, to an object the code has moved to a device, "
     "which may rely on it coming back to the GPU it was saved from"

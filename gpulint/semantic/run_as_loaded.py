@@ -1,46 +1,115 @@
-"""Loaded modules that a single-GPU program runs, as they are loaded, on inputs it moves to the GPU.
+"""Loaded values that a single-GPU program uses, as they are loaded, where they must already be on
+the GPU.
 
 ``sam = torch.jit.load(path)`` and then ``sam(image.cuda(), boxes.cuda())`` — or ``segment(image,
 sam)`` where ``segment`` calls its parameter on ``.cuda()`` inputs — relies on the load putting the
-module back on the GPU it was saved from: the program never moves it. There ``map_location="cpu"``
-would leave the module on the CPU with its inputs on the GPU, and the load is the program's own
-placement. Decided only where a function's or the module's name (not a class attribute) is bound
-once, by the load itself (not a part of it), and every read of it is such a call (a positional
-argument moved), or an argument of a function of the module (bound by one ``def``, not a method)
-every read of whose parameter is one; and not in code that runs on several GPUs (see
-:mod:`semantic.moved_at_once`).
+module back on the GPU it was saved from: the program never moves it. So does ``z = torch.load(path)``
+and then ``generator(z)`` after ``generator.cuda()``: the tensor goes, as it came back, into a module
+the program put on the GPU. There ``map_location="cpu"`` would leave the loaded value on the CPU
+beside GPU inputs or weights, and the load is the program's own placement.
+
+An input counts as moved where it is spelt so (``x.cuda()``, ``x.to("cuda")``) or is a name the
+statements just before bind so (``img = data.cuda()``, in every branch of an ``if``). Inputs moved
+to a device the code names (``x.to(device)``) may be on the CPU: the load is then still reported,
+without a fix (:func:`run_on_device_inputs_as_loaded`), for on the GPU the fix would break the run.
+
+Decided where a function's or the module's name (not a class attribute) is bound by the load
+itself (not a part of it), and every read the load reaches is such a call (a positional argument
+moved), a mode switch (``model.eval()``) or an argument of a function of the module (bound by one
+``def``, not a method) every read of whose parameter is one. The reads the load reaches are all
+reads where it is the name's only assignment; otherwise, where the load and every later assignment
+of the name are statements of its scope's own straight-line body (a script's or notebook's), those up
+to and in the next assignment. Not in code that runs on several GPUs (see :mod:`semantic.moved_at_once`).
 """
 
 from __future__ import annotations
 
 import ast
-from typing import List, Union
+from typing import Callable, Dict, List, Optional, Union
 
-from gpulint.semantic.model import SemanticModel
-from gpulint.semantic.torch_api import MULTI_DEVICE_WORDS
+from gpulint.semantic.model import Place, SemanticModel
+from gpulint.semantic.torch_api import MODE_SWITCHES, MULTI_DEVICE_WORDS
+
+Placement = Callable[[ast.expr], bool]
+"""Whether an expression puts its value where the run needs the loaded value to be."""
 
 
 def run_on_gpu_inputs_as_loaded(model: SemanticModel, call: ast.Call) -> bool:
-    """Whether what ``call`` loads is a module the program runs as loaded on inputs it moves to the GPU."""
+    """Whether what ``call`` loads is used as loaded beside values the program moves to the GPU."""
+    return _used_as_loaded(model, call, _on_gpu)
+
+
+def run_on_device_inputs_as_loaded(model: SemanticModel, call: ast.Call) -> bool:
+    """Whether what ``call`` loads is used as loaded beside values the program moves to a device it
+    names (``x.to(device)``), which may be the GPU."""
+    return _used_as_loaded(model, call, _on_a_device)
+
+
+def _used_as_loaded(model: SemanticModel, call: ast.Call, placed: Placement) -> bool:
     bound = model.assigned_name(call)
     if bound is None or bound[1].binding.scope.is_class or model.spells(MULTI_DEVICE_WORDS):
         return False
     target, place = bound
+    reads = _reads_reached(model, target, place)
+    if not reads:
+        return False
+    runs = [read for read in reads if not _switches_mode(model, read)]
+    if runs and all(_run_on_placed_inputs(model, read, placed, through_parameter=True) for read in runs):
+        return True
+    return all(_fed_to_a_placed_module(model, read, placed) for read in reads)
+
+
+def _reads_reached(model: SemanticModel, target: ast.Name, place: Place) -> List[ast.Name]:
+    """The reads the assignment ``target = ...`` reaches (see the module's docstring); none where
+    that is not known."""
     uses = model.uses(place.binding)
     reads = [use for use in uses if isinstance(use.ctx, ast.Load)]
-    if [use for use in uses if use not in reads] != [target] or not reads:
-        return False
-    return all(_run_on_gpu_inputs(model, read, through_parameter=True) for read in reads)
+    stores = [use for use in uses if not isinstance(use.ctx, ast.Load)]
+    if stores == [target]:
+        return reads
+    scope = place.binding.scope
+    body: List[ast.stmt] = getattr(scope.node, "body", [])
+    index: Dict[int, int] = {id(statement): number for number, statement in enumerate(body)}
+    if not _assigned_by_a_statement_of(model, target, index) or any(model.scope_at(use) is not scope for use in uses):
+        return []
+    loaded_at = _statement_number(model, target, index)
+    later = [store for store in stores if _statement_number(model, store, index) > loaded_at]
+    if any(not _assigned_by_a_statement_of(model, store, index) for store in later):
+        return []
+    until = min((_statement_number(model, store, index) for store in later), default=len(body))
+    return [read for read in reads if loaded_at < _statement_number(model, read, index) <= until]
 
 
-def _run_on_gpu_inputs(model: SemanticModel, read: ast.Name, through_parameter: bool) -> bool:
+def _assigned_by_a_statement_of(model: SemanticModel, store: ast.Name, index: Dict[int, int]) -> bool:
+    """``name = ...`` or ``del name`` as a statement of the body ``index`` numbers."""
+    statement = model.parent(store)
+    if isinstance(statement, ast.Assign):
+        return statement.targets == [store] and id(statement) in index
+    return isinstance(statement, ast.Delete) and id(statement) in index
+
+
+def _statement_number(model: SemanticModel, node: ast.AST, index: Dict[int, int]) -> int:
+    return next(index[id(around)] for around in [node, *model.ancestors(node)] if id(around) in index)
+
+
+def _switches_mode(model: SemanticModel, read: ast.Name) -> bool:
+    """``read.eval()`` or ``read.train(False)`` as a statement of its own."""
+    method = model.parent(read)
+    call = model.parent(method) if isinstance(method, ast.Attribute) else None
+    return (
+        isinstance(method, ast.Attribute) and method.attr in MODE_SWITCHES
+        and isinstance(call, ast.Call) and call.func is method and isinstance(model.parent(call), ast.Expr)
+    )
+
+
+def _run_on_placed_inputs(model: SemanticModel, read: ast.Name, placed: Placement, through_parameter: bool) -> bool:
     """``read(..., x.cuda(), ...)``, or (once) ``f(..., read, ...)`` with ``f``'s parameter so used,
     ``f`` a function (not a method, which a subclass may override) bound by one ``def`` only."""
     call = model.parent(read)
     if not isinstance(call, ast.Call):
         return False
     if call.func is read:
-        return any(_on_gpu(argument) for argument in call.args)
+        return any(_placed_input(model, argument, placed) for argument in call.args)
     site = model.site_of.get(id(call))
     if not through_parameter or site is None or site.callee is None or not _defined_once(model, call.func):
         return False
@@ -48,9 +117,73 @@ def _run_on_gpu_inputs(model: SemanticModel, read: ast.Name, through_parameter: 
     if index is None or index >= len(site.callee.positional):
         return False
     parameter = site.callee.scope.resolve(site.callee.positional[index])
-    reads = [use for use in model.uses(parameter) if isinstance(use.ctx, ast.Load)]
+    reads = [use for use in model.uses(parameter) if isinstance(use.ctx, ast.Load) and not _switches_mode(model, use)]
     stores = [use for use in model.uses(parameter) if not isinstance(use.ctx, ast.Load)]
-    return bool(reads) and not stores and all(_run_on_gpu_inputs(model, use, through_parameter=False) for use in reads)
+    return bool(reads) and not stores and all(_run_on_placed_inputs(model, use, placed, through_parameter=False) for use in reads)
+
+
+def _fed_to_a_placed_module(model: SemanticModel, read: ast.Name, placed: Placement) -> bool:
+    """``module(..., read, ...)`` where the statements just before put ``module`` there
+    (``module.cuda()``, ``module = Net().cuda()``)."""
+    call = model.parent(read)
+    if not (isinstance(call, ast.Call) and read in call.args and isinstance(call.func, ast.Name)):
+        return False
+    return _bound_placed_before(model, call, call.func.id, placed, statement_moves=True)
+
+
+def _placed_input(model: SemanticModel, argument: ast.expr, placed: Placement) -> bool:
+    if isinstance(argument, ast.Name):
+        return _bound_placed_before(model, argument, argument.id, placed, statement_moves=False)
+    return placed(argument)
+
+
+def _bound_placed_before(model: SemanticModel, node: ast.AST, name: str, placed: Placement, statement_moves: bool) -> bool:
+    """Whether the statements before the one holding ``node``, in its block, last bind ``name`` to
+    a placed value (in every branch of an ``if``), or (``statement_moves``) move it in place
+    (``name.cuda()``); statements that do not bind the name are passed over."""
+    statement = next((around for around in [node, *model.ancestors(node)] if isinstance(around, ast.stmt)), None)
+    if statement is None:
+        return False
+    block = _block_of(model, statement)
+    return _last_placement(model, block[: block.index(statement)], name, placed, statement_moves) is True
+
+
+def _block_of(model: SemanticModel, statement: ast.AST) -> List[ast.stmt]:
+    parent = model.parent(statement)
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(parent, field, None)
+        if isinstance(block, list) and any(member is statement for member in block):
+            return block
+    return []
+
+
+def _last_placement(model: SemanticModel, statements: List[ast.stmt], name: str, placed: Placement, statement_moves: bool) -> Optional[bool]:
+    """True where the last of ``statements`` to bind ``name`` places it, False where it binds it
+    otherwise, None where none binds it."""
+    for statement in reversed(statements):
+        if isinstance(statement, ast.Assign) and [_name_of(target) for target in statement.targets] == [name]:
+            return placed(statement.value)
+        if statement_moves and isinstance(statement, ast.Expr) and _moves(statement.value, name, placed):
+            return True
+        if isinstance(statement, ast.If):
+            branches = [_last_placement(model, branch, name, placed, statement_moves) for branch in (statement.body, statement.orelse)]
+            if all(branch is True for branch in branches):
+                return True
+            if any(branch is not None for branch in branches):
+                return False
+            continue
+        if any(isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load) for node in ast.walk(statement)):
+            return False
+    return None
+
+
+def _name_of(target: ast.expr) -> Optional[str]:
+    return target.id if isinstance(target, ast.Name) else None
+
+
+def _moves(value: ast.expr, name: str, placed: Placement) -> bool:
+    """``name.cuda()`` (or as ``placed`` takes a move) called on the name itself."""
+    return placed(value) and isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and _name_of(value.func.value) == name
 
 
 def _defined_once(model: SemanticModel, func: ast.expr) -> bool:
@@ -71,3 +204,19 @@ def _on_gpu(argument: ast.expr) -> bool:
         return True
     first = argument.args[0] if argument.args else None
     return argument.func.attr == "to" and isinstance(first, ast.Constant) and str(first.value).startswith("cuda")
+
+
+def _on_a_device(argument: ast.expr) -> bool:
+    """What :func:`_on_gpu` takes, or ``x.to(device)``: a device the code names (a name or
+    attribute spelt with ``device``), given first or as ``device=``."""
+    if _on_gpu(argument):
+        return True
+    if not (isinstance(argument, ast.Call) and isinstance(argument.func, ast.Attribute) and argument.func.attr == "to"):
+        return False
+    given = [*argument.args[:1], *(keyword.value for keyword in argument.keywords if keyword.arg == "device")]
+    return any(_names_a_device(value) for value in given)
+
+
+def _names_a_device(value: ast.expr) -> bool:
+    spelt = value.id if isinstance(value, ast.Name) else value.attr if isinstance(value, ast.Attribute) else ""
+    return "device" in spelt.lower()

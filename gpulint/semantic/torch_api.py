@@ -358,6 +358,10 @@ MODULE_RETURNING_METHODS = frozenset({
 """Methods of ``nn.Module`` that return the module they are called on: ``model.float().eval()`` is
 ``model``."""
 
+MODE_SWITCHES = frozenset({"eval", "train"})
+"""Methods of ``nn.Module`` that switch its mode and leave its tensors where they are:
+``semantic.run_as_loaded`` reads ``model.eval()`` as no move of a loaded module."""
+
 WEIGHT_ATTRIBUTES = frozenset({"weight", "bias"})
 """A layer's parameters (``layer.weight``, ``layer.bias``): ``analysis.scope`` reads assigning one as
 replacing a tensor the module held."""
