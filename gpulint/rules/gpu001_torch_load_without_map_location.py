@@ -185,7 +185,7 @@ RUN_ON_DEVICE_INPUTS = (
     "what is loaded is used as it came back beside values the code moves to a device it names, "
     "which may be the GPU the file was saved from (a module on the CPU would meet inputs on the GPU)"
 )
-
+"""Why there is no fix for a load run as loaded on inputs moved to a device the code names."""
 ATTACHED_WHERE_PLACED = (
     "what is loaded is attached, as it came back, to an object the code has moved to a device, "
     "which may rely on it coming back to the GPU it was saved from"

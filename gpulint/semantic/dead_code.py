@@ -7,12 +7,11 @@ in place). Nothing runs between that assignment and the test, so the body is ski
 from __future__ import annotations
 
 import ast
-from typing import List, Optional
+from typing import Optional
 
 from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.survey import ast_dotted_name
 
-BLOCKS = ("body", "orelse", "finalbody")
 
 
 def never_runs(model: SemanticModel, node: ast.AST) -> bool:
@@ -41,10 +40,6 @@ def _false_constant(node: ast.expr) -> bool:
 
 
 def _previous_statement(model: SemanticModel, statement: ast.stmt) -> Optional[ast.stmt]:
-    parent = model.parent(statement)
-    for block_name in BLOCKS:
-        block: List[ast.stmt] = getattr(parent, block_name, None) or []
-        for index, child in enumerate(block):
-            if child is statement:
-                return block[index - 1] if index > 0 else None
-    return None
+    block = model.block_of(statement) or []
+    index = next((number for number, child in enumerate(block) if child is statement), 0)
+    return block[index - 1] if index > 0 else None

@@ -22,7 +22,7 @@ from gpulint.semantic import torch_api
 from gpulint.semantic.scopes import FUNCTIONS, Binding, Scope, build_scopes
 from gpulint.semantic.import_table import ImportTable
 from gpulint.semantic.visitor import Visitor
-from gpulint.semantic.survey import Survey, ast_dotted_name, ast_full_name, is_false_constant, module_of, own_nodes, position
+from gpulint.semantic.survey import STATEMENT_BLOCKS, Survey, ast_dotted_name, ast_full_name, is_false_constant, module_of, own_nodes, position
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 Derived = TypeVar("Derived")
@@ -709,7 +709,7 @@ class SemanticModel(Survey):
         if "set_grad_enabled" not in self.source:
             return
         for node in ast.walk(self.tree):
-            for name in ("body", "orelse", "finalbody"):
+            for name in STATEMENT_BLOCKS:
                 block = getattr(node, name, None)
                 if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
                     yield node, block

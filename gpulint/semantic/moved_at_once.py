@@ -23,7 +23,6 @@ from typing import List, Optional
 from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.torch_api import MODULE_ONLY_METHODS, MULTI_DEVICE_WORDS
 
-BLOCKS = ("body", "orelse", "finalbody")
 SIMPLE_STATEMENTS = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Import, ast.ImportFrom, ast.Assert, ast.Pass)
 
 
@@ -39,7 +38,7 @@ def moved_to_gpu_at_once(model: SemanticModel, call: ast.Call) -> bool:
     target = parent.targets[0]
     if not isinstance(target, ast.Name):
         return False
-    block = _block_of(model, parent)
+    block = model.block_of(parent)
     if block is None or model.spells(MULTI_DEVICE_WORDS):
         return False
     for statement in block[block.index(parent) + 1:]:
@@ -54,15 +53,6 @@ def moved_to_gpu_at_once(model: SemanticModel, call: ast.Call) -> bool:
         if not _rebinds_from_itself(statement, target.id):
             return False
     return False
-
-
-def _block_of(model: SemanticModel, statement: ast.stmt) -> Optional[List[ast.stmt]]:
-    parent = model.parent(statement)
-    for field in BLOCKS:
-        block = getattr(parent, field, None)
-        if isinstance(block, list) and any(item is statement for item in block):
-            return block
-    return None
 
 
 def _chain(node: ast.expr) -> Optional[List[str]]:

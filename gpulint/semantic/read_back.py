@@ -50,7 +50,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 
 from gpulint.semantic.model import Place, SemanticModel
 from gpulint.semantic.scopes import Binding
-from gpulint.semantic.survey import ast_dotted_name, own_nodes
+from gpulint.semantic.survey import STATEMENT_BLOCKS, ast_dotted_name, own_nodes
 from gpulint.semantic.torch_api import LOADERS, MODULE_RETURNING_METHODS, SCRIPT_MAKERS, SCRIPT_SAVE
 
 SAVE = "torch.save"
@@ -232,7 +232,7 @@ class ReadBack:
             if id(parent) not in chain:
                 continue
             other = chain[id(parent)]
-            for field_name in ("body", "orelse", "finalbody"):
+            for field_name in STATEMENT_BLOCKS:
                 block = getattr(parent, field_name, None)
                 if isinstance(block, list) and any(item is other for item in block) and any(item is child for item in block):
                     return (

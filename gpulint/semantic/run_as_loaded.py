@@ -144,20 +144,12 @@ def _bound_placed_before(model: SemanticModel, node: ast.AST, name: str, placed:
     statement = next((around for around in [node, *model.ancestors(node)] if isinstance(around, ast.stmt)), None)
     if statement is None:
         return False
-    block = _block_of(model, statement)
-    return _last_placement(model, block[: block.index(statement)], name, placed, statement_moves) is True
+    block = model.block_of(statement) or []
+    before = next((number for number, member in enumerate(block) if member is statement), 0)
+    return _last_placement(block[:before], name, placed, statement_moves) is True
 
 
-def _block_of(model: SemanticModel, statement: ast.AST) -> List[ast.stmt]:
-    parent = model.parent(statement)
-    for field in ("body", "orelse", "finalbody"):
-        block = getattr(parent, field, None)
-        if isinstance(block, list) and any(member is statement for member in block):
-            return block
-    return []
-
-
-def _last_placement(model: SemanticModel, statements: List[ast.stmt], name: str, placed: Placement, statement_moves: bool) -> Optional[bool]:
+def _last_placement(statements: List[ast.stmt], name: str, placed: Placement, statement_moves: bool) -> Optional[bool]:
     """True where the last of ``statements`` to bind ``name`` places it, False where it binds it
     otherwise, None where none binds it."""
     for statement in reversed(statements):
@@ -166,7 +158,7 @@ def _last_placement(model: SemanticModel, statements: List[ast.stmt], name: str,
         if statement_moves and isinstance(statement, ast.Expr) and _moves(statement.value, name, placed):
             return True
         if isinstance(statement, ast.If):
-            branches = [_last_placement(model, branch, name, placed, statement_moves) for branch in (statement.body, statement.orelse)]
+            branches = [_last_placement(branch, name, placed, statement_moves) for branch in (statement.body, statement.orelse)]
             if all(branch is True for branch in branches):
                 return True
             if any(branch is not None for branch in branches):

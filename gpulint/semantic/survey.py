@@ -30,6 +30,9 @@ SCOPES = (*_FUNCTIONS, ast.Lambda, ast.ClassDef)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _FUNCTION_TYPES, _SCOPE_TYPES, _LOOP_TYPES = frozenset(_FUNCTIONS), frozenset(SCOPES), frozenset(_LOOPS)
 _NAMED_CONSTANTS: Dict[Optional[bool], str] = {True: "True", False: "False", None: "None"}
+STATEMENT_BLOCKS = ("body", "orelse", "finalbody")
+"""The fields of a node that hold a list of statements: a module's, a function's or a compound
+statement's body, an ``else``, a ``finally`` (an ``except`` clause's body is its own node's)."""
 _MOVING_METHODS = frozenset({"cuda", "to", "eval", "train", "half", "float", "bfloat16", "requires_grad_"})
 
 
@@ -163,6 +166,15 @@ class Survey:
     def parent(self, node: ast.AST) -> Optional[ast.AST]:
         """The node ``node`` is a child of (None for the module)."""
         return self._walk.parent.get(id(node))
+
+    def block_of(self, statement: ast.AST) -> Optional[List[ast.stmt]]:
+        """The list of statements that holds ``statement``; None where none does."""
+        parent = self.parent(statement)
+        for field in STATEMENT_BLOCKS:
+            block = getattr(parent, field, None)
+            if isinstance(block, list) and any(member is statement for member in block):
+                return block
+        return None
 
     def ancestors(self, node: ast.AST) -> Iterator[ast.AST]:
         """The nodes around ``node``, innermost first, up to the module."""
