@@ -93,6 +93,7 @@ HOLDOUT_SETS = {
     "A twenty-seventh held-out set": ("wild-holdout-27-first.json", "wild-holdout-27.json"),
     "A twenty-eighth held-out set": ("wild-holdout-28-first.json", "wild-holdout-28.json"),
     "A twenty-ninth held-out set": ("wild-holdout-29-first.json", "wild-holdout-29.json"),
+    "A thirtieth held-out set": ("wild-holdout-30-first.json", "wild-holdout-30.json"),
 }
 HOLDOUT_FIGURES = r"the first measurement gave (?P<first>[^;]*); now (?P<now>[^.]*(?:\.\d+[^.]*)*)\."
 

@@ -76,6 +76,22 @@ def test_elementwise_methods_map_a_tensor_to_one_of_its_shape():
         assert result.shape == tensor.shape and result.grad_fn is not None, name
 
 
+def test_reductions_keep_the_history_of_the_tensor_reduced_as_methods_and_functions():
+    tensor = torch.rand(2, 3, requires_grad=True)
+    for name in sorted(torch_api.REDUCTIONS):
+        method, function = getattr(tensor, name)(), getattr(torch, name)(tensor)
+        assert method.grad_fn is not None and function.grad_fn is not None, name
+        assert torch.equal(method, function), name
+
+
+def test_torch_functions_of_comparisons_keep_no_history():
+    """What ``semantic.confined`` reads as plain: torch's functions of values without history."""
+    outputs = torch.rand(4, 3, requires_grad=True)
+    preds = outputs.argmax(1)
+    for name in sorted(torch_api.REDUCTIONS):
+        assert getattr(torch, name)((preds == 1).float()).grad_fn is None, name
+
+
 def test_command_line_parses_are_argument_parser_methods():
     import argparse
 

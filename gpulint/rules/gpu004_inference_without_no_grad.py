@@ -18,6 +18,7 @@ from gpulint.engine.diagnostics import Applicability, Edit, FixOutcome, NoFix
 from gpulint.engine.rule import FixAvailability, Rule
 from gpulint.engine.test_modules import is_test_module
 from gpulint.semantic.backward import backpropagated_functions
+from gpulint.semantic.reached_reads import reached_reads
 from gpulint.semantic.confined import stays_in_statements, stays_inside
 from gpulint.semantic.decorated_methods import runs_without_grad_by_its_decorator
 from gpulint.semantic.evaluation import EvaluationFacts, ScopeFacts
@@ -737,17 +738,13 @@ def _sampled_in_training(model: SemanticModel, found: List[Candidate]) -> List[C
 
 
 def _read_into_computation(model: SemanticModel, call: ast.Call, criteria: Set[str]) -> bool:
-    """Whether a read of the name ``call``'s output is bound to lies inside a call of a model or a
+    """Whether a read of the name ``call``'s output is bound to, that the output may reach, lies inside a call of a model or a
     criterion of the module, or of ``torch.nn.functional``: a cut there (``head(out[0].data)``)
     may be a packed sequence's ``.data``, which carries history into the loss."""
     statement = model.parent(call)
     if not isinstance(statement, ast.Assign) or not isinstance(statement.targets[0], ast.Name):
         return False
-    target = statement.targets[0]
-    binding = model.scope_at(target).resolve(target.id)
-    for use in model.uses(binding):
-        if not isinstance(use.ctx, ast.Load):
-            continue
+    for use in _reads_of_the_output(model, statement):
         for node in model.ancestors(use):
             if isinstance(node, ast.stmt):
                 break
@@ -803,9 +800,11 @@ def _output_cut_at_once(model: SemanticModel, call: ast.Call) -> bool:
 
 
 def _bound_then_only_cut(model: SemanticModel, call: ast.Call) -> bool:
-    """``out = model(x)`` where every read of ``out``, one at least, cuts it from the graph at once
-    (``out.data.max(1)``, ``out.argmax(1).item()``), whatever else the name is bound to: an attack's
-    clean pass before the loop that takes gradients, a GAN's samples saved each epoch."""
+    """``out = model(x)`` where every read of ``out`` that this value may reach
+    (:func:`_reads_of_the_output`), one at least, cuts it from the graph at once (``out.data.max(1)``,
+    ``out.argmax(1).item()``), whatever else the name is bound to: an attack's clean pass before the
+    loop that takes gradients, a GAN's samples saved every hundred steps in a loop that binds
+    ``fake = G(noise)`` again for training at the top of each iteration."""
     statement = model.parent(call)
     if not (isinstance(statement, ast.Assign) and statement.value is call and len(statement.targets) == 1):
         return False
@@ -815,10 +814,20 @@ def _bound_then_only_cut(model: SemanticModel, call: ast.Call) -> bool:
     binding = model.scope_at(target).resolve(target.id)
     if binding.name in binding.scope.parameters:
         return False
-    uses = model.uses(binding)
-    reads = [use for use in uses if isinstance(use.ctx, ast.Load)]
-    stores = [use for use in uses if not isinstance(use.ctx, ast.Load)]
-    return target in stores and bool(reads) and all(_cut_of(model, read) is not None for read in reads)
+    reads = _reads_of_the_output(model, statement)
+    return bool(reads) and all(_cut_of(model, read) is not None for read in reads)
+
+
+def _reads_of_the_output(model: SemanticModel, statement: ast.Assign) -> List[ast.Name]:
+    """The reads of the name ``statement`` binds (one plain name) that its value may reach
+    (:func:`~gpulint.semantic.reached_reads.reached_reads`: not those after the name is bound
+    again, ``fake = G(z)`` at the top of the next iteration), or every read of the name where that
+    is not decided."""
+    target = statement.targets[0]
+    assert isinstance(target, ast.Name)
+    binding = model.scope_at(target).resolve(target.id)
+    reached = reached_reads(model, statement, binding)
+    return reached if reached is not None else [use for use in model.uses(binding) if isinstance(use.ctx, ast.Load)]
 
 
 def _cut_of(model: SemanticModel, call: ast.expr) -> Optional[ast.expr]:

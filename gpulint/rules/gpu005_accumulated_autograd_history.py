@@ -19,7 +19,13 @@ from gpulint.semantic.backward import backpropagated_functions
 from gpulint.semantic.history import AutogradHistory, only_detached
 from gpulint.semantic.model import BUILTIN_NAMES, SemanticModel
 from gpulint.semantic.survey import Survey, argument_values, ast_dotted_name
-from gpulint.semantic.torch_api import AUTOGRAD_ENTRY_POINTS, FUNCTIONAL_NAMESPACE, is_torch_tensor_function
+from gpulint.semantic.torch_api import (
+    AUTOGRAD_ENTRY_POINTS,
+    FUNCTIONAL_NAMESPACE,
+    REDUCTIONS,
+    TORCH_PACKAGE,
+    is_torch_tensor_function,
+)
 
 APPENDING_METHODS = frozenset({"append", "extend", "insert"})
 LOSS_FUNCTION = re.compile(r"_*(loss|criterion|(compute|calc|calculate|get|build|make)_(\w+_)?loss(es)?)", re.IGNORECASE)
@@ -34,6 +40,9 @@ BATCH_WORDS = frozenset({
 OPTIMIZER_WORDS = frozenset({"opt", "optim", "optimizer", "optimiser", "optimizers"})
 """Words of the name of an optimizer whose ``.step()`` ends an update."""
 BATCH_WORD_SPLIT = re.compile(r"_+|(?<=[a-z0-9])(?=[A-Z])")
+DIGITS = "0123456789"
+ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)
+"""Operators whose result keeps the autograd history of either operand."""
 HELPER_FUNCTION = re.compile(r".*collate.*", re.IGNORECASE)
 """Functions that assemble one batch: what they stack or sum is data, not history across steps."""
 
@@ -46,7 +55,7 @@ class AccumulatedAutogradHistory(Rule):
     message = (
         "`{value}` carries autograd history into `{accumulator}`, which outlives the iteration: "
         "without backward every step's activations stay on the device, with it the graph nodes pile "
-        "up in host memory (accumulate `{value}.detach()`, or `.item()` for a Python number)"
+        "up in host memory (accumulate `{detached}.detach()`, or `.item()` for a Python number)"
     )
     fix_title = "Accumulate `.detach()`ed values"
     fix_availability = FixAvailability.SOMETIMES
@@ -93,7 +102,7 @@ class AccumulatedAutogradHistory(Rule):
         elif isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Add):
             accumulator = dotted_name(target)
             for own, other in ((value.left, value.right), (value.right, value.left)):
-                if accumulator and dotted_name(own) == accumulator:
+                if accumulator and _scaled(own, accumulator):
                     self._check(node, target, other)
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -111,12 +120,15 @@ class AccumulatedAutogradHistory(Rule):
         if accumulated is None or loop is None or self._grad_off(statement):
             return
         analysis = self.context.analyses.of(self, statement)
-        if analysis is None or _is_forward(analysis.node) or self._in_batch_helper(analysis.node):
+        if analysis is None or _is_forward(analysis.node) or self._in_batch_helper(analysis.node) or self._on_the_cpu(analysis.node, loop):
             return
         if not self._carries_history(value, loop, analysis, statement) or self._backpropagated(accumulated, analysis):
             return
-        spelled = self.context.module.code_for_node(value)
-        message = self.message.format(value=spelled, accumulator=accumulated)
+        message = self.message.format(
+            value=self.context.module.code_for_node(value),
+            detached=self.context.module.code_for_node(_parenthesized(value)),
+            accumulator=accumulated,
+        )
         self.report(value, message, self._fix(value, accumulated, analysis))
 
     def _fix(self, value: cst.BaseExpression, accumulated: str, analysis: ScopeAnalysis) -> FixOutcome:
@@ -140,6 +152,20 @@ class AccumulatedAutogradHistory(Rule):
         if isinstance(analysis.node, cst.Module):
             return self.make_fix(Applicability.UNSAFE, edits, note=f"module-level `{accumulated}`: later code may backpropagate it")
         return self.make_fix(Applicability.SAFE, edits)
+
+    def _on_the_cpu(self, scope_node: cst.CSTNode, loop: Union[cst.For, cst.While]) -> bool:
+        """Module-level code of a module that never puts anything on an accelerator
+        (:attr:`~gpulint.semantic.model.SemanticModel.mentions_accelerator`), whose loop calls
+        nothing imported but torch's own functions: the models a script or notebook builds run on
+        the CPU, and what it accumulates holds host memory, not the GPU's. (A model imported from
+        another module, or a function of such a module, may be one code elsewhere moved.)"""
+        model = self.context.model
+        if not isinstance(scope_node, cst.Module) or model is None or model.mentions_accelerator:
+            return False
+        return all(
+            not names or any(name.split(".")[0] == TORCH_PACKAGE for name in names)
+            for names in (self._names(node.func) for node in subexpressions(loop.body) if isinstance(node, cst.Call))
+        )
 
     def _in_loss_function(self, scope_node: cst.CSTNode) -> bool:
         """A function named as one that computes a loss (``loss_fn``, ``compute_loss``,
@@ -275,7 +301,15 @@ class AccumulatedAutogradHistory(Rule):
     def _carries_history(self, value: cst.BaseExpression, loop: cst.CSTNode, analysis: ScopeAnalysis, at: cst.CSTNode) -> bool:
         """A name ``.backward()`` is called on inside the loop (or a part of that loss unpacked beside
         it: :func:`~gpulint.semantic.history.loss_parts`), or the output of a module, a criterion
-        or a ``torch.nn.functional`` function computed with gradients on, still bound here."""
+        or a ``torch.nn.functional`` function computed with gradients on, still bound here; or
+        arithmetic or a reduction of one (``torch.mean(loss) / n``, ``criterion(out, y).sum()``)."""
+        reduced = self._reduced(value) if isinstance(value, cst.Call) else None
+        if reduced is not None:
+            return self._carries_history(reduced, loop, analysis, at)
+        if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, ARITHMETIC):
+            return self._carries_history(value.left, loop, analysis, at) or self._carries_history(value.right, loop, analysis, at)
+        if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
+            return self._carries_history(value.expression, loop, analysis, at)
         if isinstance(value, cst.Call):
             return self._graph_producing(value, analysis)
         if not isinstance(value, cst.Name):
@@ -299,6 +333,16 @@ class AccumulatedAutogradHistory(Rule):
             step, lambda bound, bound_value: self._binds_history(bound, bound_value, backward_in_loop, analysis)
         )
         return name in with_history
+
+    def _reduced(self, call: cst.Call) -> Optional[cst.BaseExpression]:
+        """:func:`~gpulint.semantic.history.reduced_value` on libcst's tree."""
+        func = call.func
+        if any(q == f"{TORCH_PACKAGE}.{name}" for q in self._names(func) for name in REDUCTIONS):
+            first = call.args[0] if call.args else None
+            return first.value if first is not None and first.keyword is None and not first.star else None
+        if isinstance(func, cst.Attribute) and func.attr.value in REDUCTIONS:
+            return func.value
+        return None
 
     def _binds_history(self, name: str, value: cst.BaseExpression, backward_in_loop: Set[str], analysis: ScopeAnalysis) -> bool:
         if analysis.tensors.releases(value) or _detached(value) or self._grad_off(value):
@@ -383,10 +427,26 @@ def _accumulated_values(survey: Survey) -> Iterator[Tuple[ast.AST, ast.expr]]:
         elif isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add) and ast_dotted_name(target):
             accumulator = ast_dotted_name(target)
             yield from ((assign, other) for own, other in ((value.left, value.right), (value.right, value.left))
-                        if ast_dotted_name(own) == accumulator)
+                        if _scaled_ast(own, accumulator))
     for call in survey.method_calls(*APPENDING_METHODS):
         if survey.in_loop(call):
             yield from ((call, value) for value in argument_values(call))
+
+
+def _scaled_ast(own: ast.expr, accumulator: Optional[str]) -> bool:
+    """:func:`_scaled` on Python's own tree."""
+    if isinstance(own, ast.BinOp) and isinstance(own.op, (ast.Mult, ast.Div)):
+        return _scaled_ast(own.left, accumulator) or (isinstance(own.op, ast.Mult) and _scaled_ast(own.right, accumulator))
+    return accumulator is not None and ast_dotted_name(own) == accumulator
+
+
+def _scaled(own: cst.BaseExpression, accumulator: str) -> bool:
+    """Whether ``own`` is the accumulator, or the accumulator multiplied or divided
+    (``avg * n / (n + 1)`` of a running mean ``avg = loss / (n + 1) + avg * n / (n + 1)``): what is
+    added to it then piles up in it all the same."""
+    if isinstance(own, cst.BinaryOperation) and isinstance(own.operator, (cst.Multiply, cst.Divide)):
+        return _scaled(own.left, accumulator) or (isinstance(own.operator, cst.Multiply) and _scaled(own.right, accumulator))
+    return dotted_name(own) == accumulator
 
 
 def _names_collation(name: str) -> bool:
@@ -569,7 +629,8 @@ def _plain_names(target: cst.BaseExpression) -> Set[str]:
 
 
 def _words(name: str) -> Set[str]:
-    return {word.lower() for part in name.split(".") for word in BATCH_WORD_SPLIT.split(part) if word}
+    """The words of a name, lowercase and without a trailing number (``var_loader1``: ``var``, ``loader``)."""
+    return {word.lower().rstrip(DIGITS) for part in name.split(".") for word in BATCH_WORD_SPLIT.split(part) if word}
 
 
 def _draws_batches(loop: Union[cst.For, cst.While]) -> bool:
@@ -631,10 +692,11 @@ def _is_len_call(node: cst.CSTNode) -> bool:
 
 
 def _bound_afresh_in(loop: cst.CSTNode) -> Set[str]:
-    """Names the loop body binds to values that do not read them (``x = []``, not ``x = x + y``)."""
+    """Names the loop body binds to values that do not read them (``x = []``, ``total, count = 0, 0``;
+    not ``x = x + y``)."""
     names: Set[str] = set()
     for node in subexpressions(getattr(loop, "body", loop)):
         if isinstance(node, cst.Assign):
             read = {n.value for n in subexpressions(node.value) if isinstance(n, cst.Name)}
-            names.update(t.target.value for t in node.targets if isinstance(t.target, cst.Name) and t.target.value not in read)
+            names.update(name for t in node.targets for name in _plain_names(t.target) if name not in read)
     return names

@@ -13,8 +13,8 @@ store what it is given (``global``, ``nonlocal``, an attribute, an item or a con
 parameter); a container the loop fills with one is local only when the loop binds it afresh
 (``kept = []``) and nothing after the loop reads it. Values that carry no history are read
 by their syntax: constants, Python numbers (``.item()``, ``float(...)``, ``len(...)``), shapes,
-comparisons, indices and masks (``argmax``, ``eq``), detached tensors, arithmetic of those, and
-names bound only to those in the scope.
+comparisons, indices and masks (``argmax``, ``eq``), detached tensors, arithmetic of those, torch's
+functions of those (``torch.sum(preds == labels)``), and names bound only to those in the scope.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from gpulint.semantic.torch_api import (
     LAYOUT_METHODS,
     TENSOR_METADATA_ATTRIBUTES,
     VALUE_BUILTINS,
+    is_torch_tensor_function,
 )
 
 CONTAINER_MUTATORS = frozenset({
@@ -407,8 +408,19 @@ class _Confinement:
                     return True
                 if func.attr in HISTORY_KEEPING_METHODS and self._plain(func.value):
                     return True
+            if self._torch_of_plain(value):
+                return True
             return self._returns_plain(self.model.callee(value))
         return False
+
+    def _torch_of_plain(self, call: ast.Call) -> bool:
+        """Whether ``call`` runs a function of torch that computes a tensor
+        (:func:`~gpulint.semantic.torch_api.is_torch_tensor_function`) on values without history
+        only (``torch.sum(preds == labels)``): its result has none either. (One made with
+        ``requires_grad=True`` is a leaf, which records none, and is made so with gradients off too.)"""
+        return any(map(is_torch_tensor_function, self.model.resolved_names(call.func))) and all(
+            map(self._plain, argument_values(call))
+        )
 
     def _returns_plain(self, function: Optional[Function]) -> bool:
         """Whether a function of the module returns, wherever it returns, a value without history

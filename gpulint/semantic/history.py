@@ -18,7 +18,14 @@ from typing import AbstractSet, Dict, Iterator, List, Optional, Sequence, Set, T
 from gpulint.semantic.frozen import frozen_models
 from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.survey import argument_values, ast_dotted_name, module_of, own_nodes
-from gpulint.semantic.torch_api import FUNCTIONAL_NAMESPACE, LAYOUT_METHODS, is_loss_module, is_torch_tensor_function
+from gpulint.semantic.torch_api import (
+    FUNCTIONAL_NAMESPACE,
+    LAYOUT_METHODS,
+    REDUCTIONS,
+    TORCH_PACKAGE,
+    is_loss_module,
+    is_torch_tensor_function,
+)
 
 DETACHING_METHODS = frozenset({"detach", "item", "tolist", "numpy"})
 """Tensor methods whose result carries no autograd history."""
@@ -127,12 +134,35 @@ class AutogradHistory:
         ) and not only_detached(call)
 
     def may_carry(self, value: ast.expr) -> bool:
-        """Whether ``value`` (a call or a name read in its scope) may carry autograd history."""
+        """Whether ``value`` (a call or a name read in its scope, or arithmetic or a reduction of
+        one: ``torch.mean(loss) / n``, ``criterion(out, y).sum()``) may carry autograd history."""
+        reduced = reduced_value(self.model, value) if isinstance(value, ast.Call) else None
+        if reduced is not None:
+            return self.may_carry(reduced)
         if isinstance(value, ast.Call):
             return self.produces(value)
+        if isinstance(value, ast.BinOp) and isinstance(value.op, ARITHMETIC):
+            return self.may_carry(value.left) or self.may_carry(value.right)
+        if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.USub):
+            return self.may_carry(value.operand)
         return isinstance(value, ast.Name) and (
             value.id in self.backward_names or (value.id, self.model.scope_of(value)) in self.history_names
         )
+
+
+ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div)
+"""Operators whose result keeps the autograd history of either operand."""
+
+
+def reduced_value(model: SemanticModel, call: ast.Call) -> Optional[ast.expr]:
+    """The tensor a reduction that keeps its history reduces (``loss`` of ``loss.sum()`` or
+    ``torch.mean(loss)``: :data:`~gpulint.semantic.torch_api.REDUCTIONS`), else None."""
+    func = call.func
+    if any(q == f"{TORCH_PACKAGE}.{name}" for q in model.qualified_names(func) for name in REDUCTIONS):
+        return call.args[0] if call.args and not isinstance(call.args[0], ast.Starred) else None
+    if isinstance(func, ast.Attribute) and func.attr in REDUCTIONS:
+        return func.value
+    return None
 
 
 NOT_TENSORS = frozenset({"item", "tolist", "numpy", "detach"})

@@ -245,6 +245,9 @@ LAYOUT_METHODS = frozenset({
 """Tensor methods whose arguments are shapes, dimensions, devices or dtypes: the result carries the
 receiver's autograd history and nothing from the arguments (``semantic.history`` reads them)."""
 
+REDUCTIONS = frozenset({"sum", "mean"})
+"""Reductions, as tensor methods (``loss.sum()``) and ``torch`` functions (``torch.mean(loss)``),
+whose result keeps the autograd history of the tensor reduced."""
 ELEMENTWISE_METHODS = frozenset({"softmax", "log_softmax", "sigmoid", "tanh", "relu", "neg"})
 """Tensor methods that map each value of the receiver (along a dimension, for ``softmax``): the
 result is a tensor made of the receiver alone."""
