@@ -741,8 +741,9 @@ def _read_into_computation(model: SemanticModel, call: ast.Call, criteria: Set[s
     """Whether a read of the name ``call``'s output is bound to, that the output may reach, lies inside a call of a model or a
     criterion of the module, or of ``torch.nn.functional``: a cut there (``head(out[0].data)``)
     may be a packed sequence's ``.data``, which carries history into the loss."""
-    statement = model.parent(call)
-    if not isinstance(statement, ast.Assign) or not isinstance(statement.targets[0], ast.Name):
+    kept = _kept_whole(model, call)
+    statement = model.parent(kept)
+    if not isinstance(statement, ast.Assign) or statement.value is not kept or not isinstance(statement.targets[0], ast.Name):
         return False
     for use in _reads_of_the_output(model, statement):
         for node in model.ancestors(use):
@@ -804,9 +805,11 @@ def _bound_then_only_cut(model: SemanticModel, call: ast.Call) -> bool:
     (:func:`_reads_of_the_output`), one at least, cuts it from the graph at once (``out.data.max(1)``,
     ``out.argmax(1).item()``), whatever else the name is bound to: an attack's clean pass before the
     loop that takes gradients, a GAN's samples saved every hundred steps in a loop that binds
-    ``fake = G(noise)`` again for training at the top of each iteration."""
-    statement = model.parent(call)
-    if not (isinstance(statement, ast.Assign) and statement.value is call and len(statement.targets) == 1):
+    ``fake = G(noise)`` again for training at the top of each iteration. The output may be bound
+    moved or reshaped, history and all (``fake = G(noise).cpu()``: :func:`_kept_whole`)."""
+    kept = _kept_whole(model, call)
+    statement = model.parent(kept)
+    if not (isinstance(statement, ast.Assign) and statement.value is kept and len(statement.targets) == 1):
         return False
     target = statement.targets[0]
     if not isinstance(target, ast.Name):
@@ -816,6 +819,18 @@ def _bound_then_only_cut(model: SemanticModel, call: ast.Call) -> bool:
         return False
     reads = _reads_of_the_output(model, statement)
     return bool(reads) and all(_cut_of(model, read) is not None for read in reads)
+
+
+def _kept_whole(model: SemanticModel, call: ast.Call) -> ast.expr:
+    """The end of the chain from ``call`` through indexing and methods that keep the output's
+    history whole (``.cpu()``, ``.to(device)``, ``.squeeze()``, ``.softmax(-1)``), before any link
+    that cuts it or takes something else in."""
+    top: ast.expr = call
+    for link, node in _links(model, call):
+        if link != INDEXING and link not in LAYOUT_METHODS | DEVICE_KEEPING_TENSOR_METHODS | ELEMENTWISE_METHODS:
+            break
+        top = node
+    return top
 
 
 def _reads_of_the_output(model: SemanticModel, statement: ast.Assign) -> List[ast.Name]:
@@ -899,7 +914,7 @@ def _runs_only_the_cut(model: SemanticModel, statement: ast.stmt, calls: List[as
     else:
         return False
     tops = {id(_chain_top(model, cut)) for call in calls for cut in [_cut_of(model, call)] if cut is not None}
-    if id(value) in tops or any(value is call and _bound_then_only_cut(model, call) for call in calls):
+    if id(value) in tops or any(value is _kept_whole(model, call) and _bound_then_only_cut(model, call) for call in calls):
         return True
     return isinstance(value, ast.Call) and model.is_builtin(value.func, BUILTIN_NAMES) and all(
         id(argument) in tops or isinstance(argument, ast.Constant)
