@@ -17,17 +17,18 @@ Decided where a function's or the module's name (not a class attribute) is bound
 itself (not a part of it), and every read the load reaches is such a call (a positional argument
 moved), a mode switch (``model.eval()``) or an argument of a function of the module (bound by one
 ``def``, not a method) every read of whose parameter is one. The reads the load reaches are all
-reads where it is the name's only assignment; otherwise, where the load and every later assignment
-of the name are statements of its scope's own straight-line body (a script's or notebook's), those up
-to and in the next assignment. Not in code that runs on several GPUs (see :mod:`semantic.moved_at_once`).
+reads where it is the name's only assignment; otherwise, where the load is a plain assignment
+statement, those its value may reach as the statements run (:mod:`gpulint.semantic.reached_reads`:
+in a script that bound the name before, up to and in the next assignment). Not in code that runs on several GPUs (see :mod:`semantic.moved_at_once`).
 """
 
 from __future__ import annotations
 
 import ast
-from typing import Callable, Dict, List, Optional, Union
+from typing import Callable, List, Optional, Union
 
 from gpulint.semantic.model import Place, SemanticModel
+from gpulint.semantic.reached_reads import reached_reads
 from gpulint.semantic.torch_api import MODE_SWITCHES, MULTI_DEVICE_WORDS
 
 Placement = Callable[[ast.expr], bool]
@@ -63,33 +64,12 @@ def _reads_reached(model: SemanticModel, target: ast.Name, place: Place) -> List
     """The reads the assignment ``target = ...`` reaches (see the module's docstring); none where
     that is not known."""
     uses = model.uses(place.binding)
-    reads = [use for use in uses if isinstance(use.ctx, ast.Load)]
-    stores = [use for use in uses if not isinstance(use.ctx, ast.Load)]
-    if stores == [target]:
-        return reads
-    scope = place.binding.scope
-    body: List[ast.stmt] = getattr(scope.node, "body", [])
-    index: Dict[int, int] = {id(statement): number for number, statement in enumerate(body)}
-    if not _assigned_by_a_statement_of(model, target, index) or any(model.scope_at(use) is not scope for use in uses):
+    if [use for use in uses if not isinstance(use.ctx, ast.Load)] == [target]:
+        return [use for use in uses if isinstance(use.ctx, ast.Load)]
+    statement = model.parent(target)
+    if not (isinstance(statement, ast.Assign) and statement.targets == [target]):
         return []
-    loaded_at = _statement_number(model, target, index)
-    later = [store for store in stores if _statement_number(model, store, index) > loaded_at]
-    if any(not _assigned_by_a_statement_of(model, store, index) for store in later):
-        return []
-    until = min((_statement_number(model, store, index) for store in later), default=len(body))
-    return [read for read in reads if loaded_at < _statement_number(model, read, index) <= until]
-
-
-def _assigned_by_a_statement_of(model: SemanticModel, store: ast.Name, index: Dict[int, int]) -> bool:
-    """``name = ...`` or ``del name`` as a statement of the body ``index`` numbers."""
-    statement = model.parent(store)
-    if isinstance(statement, ast.Assign):
-        return statement.targets == [store] and id(statement) in index
-    return isinstance(statement, ast.Delete) and id(statement) in index
-
-
-def _statement_number(model: SemanticModel, node: ast.AST, index: Dict[int, int]) -> int:
-    return next(index[id(around)] for around in [node, *model.ancestors(node)] if id(around) in index)
+    return reached_reads(model, statement, place.binding) or []
 
 
 def _switches_mode(model: SemanticModel, read: ast.Name) -> bool:
