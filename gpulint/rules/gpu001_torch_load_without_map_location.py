@@ -27,6 +27,7 @@ from gpulint.semantic.path_strings import UNKNOWN, path_strings, segments
 from gpulint.semantic.published import names_a_published_file
 from gpulint.semantic.live_optimizer import restores_live_optimizer
 from gpulint.semantic.read_back import ReadBack, loaded_path
+from gpulint.semantic.restored_branch import restores_what_the_other_branch_places
 from gpulint.semantic.run_as_loaded import run_on_device_inputs_as_loaded, run_on_gpu_inputs_as_loaded
 from gpulint.semantic.scopes import Binding
 from gpulint.semantic.survey import SCOPES, ast_dotted_name, ast_full_name, module_of, own_nodes, position
@@ -313,11 +314,20 @@ def _file_names(model: SemanticModel, path: ast.expr) -> Set[str]:
 def _placed_by_the_program(model: SemanticModel, call: ast.Call) -> bool:
     """Where the call's tensors land is the program's own doing, or moot: it reads back a cache or
     a live object the module writes, the module it loads is moved to the GPU at once or run as
-    loaded on inputs the program moves to the GPU, or it never runs."""
+    loaded on inputs the program moves to the GPU, it restores what the other branch of its ``if``
+    builds and moves to the GPU, or it never runs."""
     loaded = loaded_path(call)
     return never_runs(model, call) or moved_to_gpu_at_once(model, call) or run_on_gpu_inputs_as_loaded(model, call) or (
+        restores_what_the_other_branch_places(model, call, lambda other: _a_loader_call(model, other))
+    ) or (
         loaded is not None and (model.derived(ReadBack).reads_back(call, loaded) or _falls_back_from_a_mapped_load(model, call, loaded))
     )
+
+
+def _a_loader_call(model: SemanticModel, call: ast.Call) -> bool:
+    """A call of a loader the rule reads (``torch.load``, ``torch.jit.load``...)."""
+    names = model.resolved_names(call.func)
+    return bool(names) and names <= MAP_LOCATION_SLOT.keys()
 
 
 def _falls_back_from_a_mapped_load(model: SemanticModel, call: ast.Call, loaded: ast.expr) -> bool:

@@ -629,8 +629,14 @@ def _plain_names(target: cst.BaseExpression) -> Set[str]:
 
 
 def _words(name: str) -> Set[str]:
-    """The words of a name, lowercase and without a trailing number (``var_loader1``: ``var``, ``loader``)."""
-    return {word.lower().rstrip(DIGITS) for part in name.split(".") for word in BATCH_WORD_SPLIT.split(part) if word}
+    """The words of a name, lowercase and without a trailing number (``var_loader1``: ``var``,
+    ``loader``); a word that ends in ``loader`` runs two words together (``trainloader``: also
+    ``loader``; not ``downloader`` or ``uploader``, which move files)."""
+    words = {word.lower().rstrip(DIGITS) for part in name.split(".") for word in BATCH_WORD_SPLIT.split(part) if word}
+    return words | {
+        suffix for word in words for suffix in ("loader", "loaders")
+        if word.endswith(suffix) and word != suffix and not word.endswith(("down" + suffix, "up" + suffix))
+    }
 
 
 def _draws_batches(loop: Union[cst.For, cst.While]) -> bool:

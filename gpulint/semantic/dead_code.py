@@ -1,7 +1,11 @@
 """Code that never runs, as the code itself says: the body of an ``if`` whose test is a false
 constant (``if False:``, ``if 0:``), or a name or attribute that the statement just before the
-``if`` sets to one (``self.use_extra = False`` then ``if self.use_extra:``, a feature switched off
-in place). Nothing runs between that assignment and the test, so the body is skipped every time.
+``if`` sets to one inside a function or class (``self.use_extra = False`` then
+``if self.use_extra:``, a feature switched off in place). Nothing runs between that assignment and
+the test, so the body is skipped every time.
+
+A switch set at the top level of a module or notebook cell (``load_model = False`` above the branch
+that resumes training) is a setting the user edits before a run, not code that never runs.
 """
 
 from __future__ import annotations
@@ -30,9 +34,18 @@ def _always_false(model: SemanticModel, statement: ast.If) -> bool:
     tested = ast_dotted_name(statement.test)
     previous = _previous_statement(model, statement)
     return (
-        tested is not None and isinstance(previous, ast.Assign) and len(previous.targets) == 1
+        tested is not None and not _at_top_level(model, statement) and isinstance(previous, ast.Assign) and len(previous.targets) == 1
         and ast_dotted_name(previous.targets[0]) == tested and _false_constant(previous.value)
     )
+
+
+def _at_top_level(model: SemanticModel, statement: ast.If) -> bool:
+    ancestor = model.parent(statement)
+    while ancestor is not None:
+        if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            return False
+        ancestor = model.parent(ancestor)
+    return True
 
 
 def _false_constant(node: ast.expr) -> bool:

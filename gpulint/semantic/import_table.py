@@ -53,6 +53,6 @@ class ImportTable:
         tail = "." + rest if rest else ""
         found = {qualified + tail for qualified in self.bindings.get(head, ())}
         found.update(f"{module}.{dotted}" for module in self.star_modules)
-        if self.star_modules and head == TORCH_PACKAGE:
+        if head == TORCH_PACKAGE:
             found.add(dotted)
         return frozenset(found)

@@ -459,7 +459,9 @@ class SemanticModel(Survey):
         """The qualified names of a name or attribute chain, by binding: ``F.relu`` is
         ``torch.nn.functional.relu`` where ``F`` is bound by ``import torch.nn.functional as F``; a
         name no scope binds may come from a star import (``from torch import *``), and an unbound
-        ``torch`` under one is torch (:data:`torch_api.TORCH_PACKAGE`); a name bound other than by
+        ``torch`` is torch (:data:`torch_api.TORCH_PACKAGE`), under a star import or not (a module
+        that reads the name without binding it runs where something else did: a notebook's earlier
+        cell, the caller's ``exec``); a name bound other than by
         an import (a parameter, a local function, an assignment) has none, and one bound both ways
         has its own name among them too (it may be either)."""
         dotted = ast_full_name(node)
@@ -471,7 +473,7 @@ class SemanticModel(Survey):
         found = {qualified + tail for qualified in self._imported.get(binding, ())}
         if found and binding in self._bound_otherwise:
             found.add(dotted)
-        if head not in binding.scope.bound and self.imports.star_modules:
+        if head not in binding.scope.bound:
             if head == torch_api.TORCH_PACKAGE and not found:
                 return frozenset({dotted})
             found.update(f"{module}.{dotted}" for module in self.imports.star_modules)

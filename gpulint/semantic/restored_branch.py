@@ -1,0 +1,97 @@
+"""Loads that restore, in one branch of an ``if``, what the other branch builds and puts on the GPU.
+
+A script that resumes training builds its models and optimizers in one branch and moves the models
+to the GPU there (``Gz = Encoder(...)``, then ``Gz = Gz.cuda()`` under ``if args.cuda:``), and in
+the other branch restores them whole from the files a previous run pickled (``Gz =
+torch.load(...)``, ``G_optimizer = torch.load(...)``), with no move of its own. The load is then the
+program's placement: after the ``if`` the code expects its models where the first branch puts them,
+and ``map_location="cpu"`` would leave the restored ones on the CPU beside GPU data.
+
+A load counts where it is a whole statement of a branch binding a plain name (``name =
+torch.load(...)``) that its own branch never moves (``name.cuda()``, ``name.to(device)``: there the
+code places the restored model itself), and the other branch of the same ``if`` moves that name to
+the GPU
+(``name = name.cuda()``, ``name.to("cuda")``, at any depth of that branch). The other whole loads
+of the same branch that bind a name the other branch also binds (the optimizers built over the
+moved models) are part of the same restore, when one load of the branch counts by itself.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Callable, Iterator, List, Optional, Sequence, Tuple
+
+from gpulint.semantic.model import SemanticModel
+
+LoadTest = Callable[[ast.Call], bool]
+"""Whether a call is a load the rule reads (``torch.load`` and its kin)."""
+
+
+def restores_what_the_other_branch_places(model: SemanticModel, call: ast.Call, is_load: LoadTest) -> bool:
+    """Whether ``call`` restores, whole, a name the other branch of its ``if`` moves to the GPU (or
+    belongs to a branch whose loads do so; see the module docstring)."""
+    found = _branches(model, call)
+    if found is None:
+        return False
+    name, own, other = found
+    if _moved(own, name, to_gpu_only=False):
+        return False
+    if _moved(other, name, to_gpu_only=True):
+        return True
+    if name not in _bound_names(other):
+        return False
+    return any(
+        loaded != name and _moved(other, loaded, to_gpu_only=True) and not _moved(own, loaded, to_gpu_only=False)
+        for loaded in _loaded_names(own, is_load)
+    )
+
+
+def _branches(model: SemanticModel, call: ast.Call) -> Optional[Tuple[str, Sequence[ast.stmt], Sequence[ast.stmt]]]:
+    """The name ``call`` binds, its own branch and the other branch of the ``if`` whose branch holds
+    the statement ``name = call``; None for anything else."""
+    statement = model.parent(call)
+    if not (isinstance(statement, ast.Assign) and statement.value is call and len(statement.targets) == 1):
+        return None
+    target = statement.targets[0]
+    branching = model.parent(statement)
+    if not isinstance(target, ast.Name) or not isinstance(branching, ast.If):
+        return None
+    if any(part is statement for part in branching.body):
+        return target.id, branching.body, branching.orelse
+    if any(part is statement for part in branching.orelse):
+        return target.id, branching.orelse, branching.body
+    return None
+
+
+def _loaded_names(branch: Sequence[ast.stmt], is_load: LoadTest) -> Iterator[str]:
+    for statement in branch:
+        if (
+            isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name)
+            and isinstance(statement.value, ast.Call) and is_load(statement.value)
+        ):
+            yield statement.targets[0].id
+
+
+def _bound_names(branch: Sequence[ast.stmt]) -> List[str]:
+    return [
+        node.id for statement in branch for node in ast.walk(statement)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
+    ]
+
+
+def _moved(branch: Sequence[ast.stmt], name: str, to_gpu_only: bool) -> bool:
+    """``name.cuda()`` or ``name.to("cuda...")`` somewhere in ``branch``; unless ``to_gpu_only``,
+    also ``name.to(...)`` whatever the device."""
+    for statement in branch:
+        for node in ast.walk(statement):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            receiver = node.func.value
+            if not (isinstance(receiver, ast.Name) and receiver.id == name):
+                continue
+            first = node.args[0] if node.args else None
+            if node.func.attr == "cuda" or (
+                node.func.attr == "to" and (not to_gpu_only or isinstance(first, ast.Constant) and str(first.value).startswith("cuda"))
+            ):
+                return True
+    return False
