@@ -24,6 +24,7 @@ from gpulint.semantic.model import Function, SemanticModel
 from gpulint.semantic.model_size import always_a_toy, is_toy_payload
 from gpulint.semantic.moved_at_once import moved_to_gpu_at_once
 from gpulint.semantic.path_strings import UNKNOWN, path_strings, segments
+from gpulint.semantic.pinned_dataset import served_by_a_pinning_loader
 from gpulint.semantic.published import names_a_published_file
 from gpulint.semantic.live_optimizer import restores_live_optimizer
 from gpulint.semantic.read_back import ReadBack, loaded_path
@@ -281,8 +282,10 @@ def _holds_no_device_tensors(model: SemanticModel, call: ast.Call) -> bool:
     constructor builds its network with (published pretrained weights); a file whose path names a
     release (:func:`~gpulint.semantic.published.names_a_published_file`); the state dict of a
     TensorRT engine module (:func:`_into_an_engine`); a payload a part of which
-    the code uses as a numpy array; or pycocotools' evaluation dict (``data["params"].recThrs``:
-    :func:`~gpulint.semantic.coco_evaluation.read_as_coco_evaluation`)."""
+    the code uses as a numpy array; pycocotools' evaluation dict (``data["params"].recThrs``:
+    :func:`~gpulint.semantic.coco_evaluation.read_as_coco_evaluation`); or a map-style dataset's
+    data that a pinning ``DataLoader`` serves (pinning raises on CUDA tensors:
+    :func:`~gpulint.semantic.pinned_dataset.served_by_a_pinning_loader`)."""
     loaded = loaded_path(call)
     if loaded is None:
         return False
@@ -296,7 +299,7 @@ def _holds_no_device_tensors(model: SemanticModel, call: ast.Call) -> bool:
     scope: ast.AST = function.node if function is not None else model.tree
     if _downloaded(model, scope, loaded, call) or (function is not None and _downloaded_by_every_caller(model, function, loaded)):
         return True
-    return model.derived(ArrayData).is_array_data(call) or read_as_coco_evaluation(model, call)
+    return model.derived(ArrayData).is_array_data(call) or read_as_coco_evaluation(model, call) or served_by_a_pinning_loader(model, call)
 
 
 def _names_a_tensorless_file(model: SemanticModel, loaded: ast.expr) -> bool:
