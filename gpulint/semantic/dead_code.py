@@ -40,9 +40,11 @@ def _always_false(model: SemanticModel, statement: ast.If) -> bool:
 
 
 def _at_top_level(model: SemanticModel, statement: ast.If) -> bool:
+    """Whether ``statement`` is module-level code (of a script, or of a notebook's cell): no
+    function or class holds it."""
     ancestor = model.parent(statement)
     while ancestor is not None:
-        if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+        if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             return False
         ancestor = model.parent(ancestor)
     return True

@@ -10,10 +10,10 @@ and ``map_location="cpu"`` would leave the restored ones on the CPU beside GPU d
 A load counts where it is a whole statement of a branch binding a plain name (``name =
 torch.load(...)``) that its own branch never moves (``name.cuda()``, ``name.to(device)``: there the
 code places the restored model itself), and the other branch of the same ``if`` moves that name to
-the GPU
-(``name = name.cuda()``, ``name.to("cuda")``, at any depth of that branch). The other whole loads
-of the same branch that bind a name the other branch also binds (the optimizers built over the
-moved models) are part of the same restore, when one load of the branch counts by itself.
+the GPU (``name = name.cuda()``, ``name.to("cuda")``, at any depth of that branch; a move to a
+``device`` the code names may be a move to the CPU, and does not count). The other whole loads of
+the same branch that bind a name the other branch also binds (the optimizers built over the moved
+models) are part of the same restore, when one load of the branch counts by itself.
 """
 
 from __future__ import annotations
@@ -64,6 +64,7 @@ def _branches(model: SemanticModel, call: ast.Call) -> Optional[Tuple[str, Seque
 
 
 def _loaded_names(branch: Sequence[ast.stmt], is_load: LoadTest) -> Iterator[str]:
+    """The names the statements of ``branch`` bind, whole, to a load (``name = torch.load(...)``)."""
     for statement in branch:
         if (
             isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name)
@@ -73,6 +74,7 @@ def _loaded_names(branch: Sequence[ast.stmt], is_load: LoadTest) -> Iterator[str
 
 
 def _bound_names(branch: Sequence[ast.stmt]) -> List[str]:
+    """Every name ``branch`` binds, at any depth."""
     return [
         node.id for statement in branch for node in ast.walk(statement)
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
