@@ -61,15 +61,17 @@ def test_model_names_agree_with_libcst_but_for_bindings_and_star_imports(path):
         tree = ast.parse(source)
     except SyntaxError:
         pytest.skip("Python's parser rejects it: LibCST's names are used there")
-    star_modules = SemanticModel(tree, source).imports.star_modules
+    imports = SemanticModel(tree, source).imports
+    star_modules = imports.star_modules
     shadowing = _bound_otherwise(tree)
     for func, from_model, from_libcst in _pairs(source, with_model=True):
         code = cst.Module([]).code_for_node(func)
         extra, missing = from_model - from_libcst, from_libcst - from_model
-        # The model adds what a star import may bind (an unbound ``torch`` under one is the torch its
-        # module imported), and drops an import a binding may shadow.
-        reexported = bool(star_modules) and code.split(".")[0] == TORCH_PACKAGE
-        assert all(any(name.startswith(f"{module}.") for module in star_modules) or reexported for name in extra), code
+        # The model adds what a star import may bind, takes an unbound ``torch`` for torch (under a
+        # star import the torch its module imported; without one, the name the module's runner
+        # provides), and drops an import a binding may shadow.
+        unbound_torch = code.split(".")[0] == TORCH_PACKAGE and TORCH_PACKAGE not in imports.bindings
+        assert all(any(name.startswith(f"{module}.") for module in star_modules) or unbound_torch for name in extra), code
         assert not missing or code.split(".")[0] in shadowing, code
 
 
@@ -82,6 +84,11 @@ def test_a_parameter_shadowing_torch_has_no_torch_names():
 def test_a_star_import_names_what_it_may_bind():
     [(_, names, _)] = _pairs("from torch import *\nload(p)\n", with_model=True)
     assert names == {"torch.load"}
+
+
+def test_an_unbound_torch_is_torch():
+    [(_, names, libcst_names)] = _pairs("def evaluate(model, x):\n    with torch.no_grad():\n        return model(x)\n", with_model=True)[:1]
+    assert names == {"torch.no_grad"} and libcst_names == frozenset()
 
 
 def test_builtins_are_named_as_libcst_names_them():
