@@ -128,3 +128,70 @@ def _check_figures(match, results, code, text):
     if figures and figures["known_tp"]:
         assert float(match["recall"]) == figures["known_tp_recall"]
         assert (int(match["reported"]), int(match["known"])) == (figures["known_tp_reported"], figures["known_tp"])
+
+
+RUNTIME_GPU = PAGES.parent / "benchmarks" / "results" / "runtime-gpu.json"
+MIB = 2 ** 20
+
+
+def _gpu_results() -> dict:
+    """The committed run of ``fixtures/runtime/gpu_check.sh`` on a GPU."""
+    return json.loads(RUNTIME_GPU.read_text(encoding="utf-8"))
+
+
+def _mib(value: int) -> str:
+    return f"{value / MIB:.1f} MiB"
+
+
+def _table_mib(value: int) -> str:
+    return "0 MiB" if value == 0 else _mib(value)
+
+
+def test_the_committed_gpu_run_passed_everywhere():
+    """The GPU results the pages quote come from a run on a GPU where every scenario passed, every
+    fixed program agreed with the unfixed one and every mutant was caught."""
+    results = _gpu_results()
+    assert results["environment"]["cuda_usable"] and results["environment"]["device"] == "cuda"
+    assert all(scenario["passed"] and scenario["mode"] == "gpu" for scenario in results["scenarios"])
+    assert all(scenario["checksums"][0] == scenario["checksums"][1] for scenario in results["scenarios"])
+    assert results["mutants"] and all(mutant["caught"] for mutant in results["mutants"])
+
+
+@RULES
+def test_page_states_the_gpu_figures_measured(rule):
+    """Each figure the GPU run checked or recorded for a rule is on the rule's page, in the
+    "Measured effect" line of its scenario: unfixed → fixed, and for a check, the saving against
+    the expected one."""
+    results = _gpu_results()
+    section = sections(read_page(rule.code))["Measured effect"]
+    assert "awaiting a GPU run" not in section
+    for scenario in results["scenarios"]:
+        checks = [check for check in scenario["checks"] if check["rule"] == rule.code]
+        if not checks:
+            continue
+        lines = [line for line in section.splitlines() if line.strip().startswith(f"- `{scenario['scenario']}`:")]
+        assert len(lines) == 1, (rule.code, scenario["scenario"])
+        for check in checks:
+            if "graph_nodes" in check["metric"]:
+                assert f"{check['bad']} → {check['fixed']} nodes" in lines[0], check
+                continue
+            assert f"{_mib(check['bad'])} → {_mib(check['fixed'])}" in lines[0], check
+            if not check["informational"]:
+                assert f"saved {_mib(check['saving'])} of the {_mib(check['expected_saving'])} expected" in lines[0], check
+
+
+def test_readme_gpu_table_is_the_committed_run():
+    """Every row of the README's GPU table gives the committed run's unfixed, fixed and saved figures
+    for the check it names."""
+    readme = (PAGES.parent / "README.md").read_text(encoding="utf-8")
+    rows = [line for line in readme.splitlines() if re.match(r"\| (GPU00\d|all) \| .* \| \d+% \|$", line)]
+    assert len(rows) == 8
+    stated = {tuple(cell.strip() for cell in row.strip("|").split("|")[3:6]) for row in rows}
+    measured = set()
+    for scenario in _gpu_results()["scenarios"]:
+        for check in scenario["checks"]:
+            if "graph_nodes" in check["metric"]:
+                measured.add((str(check["bad"]), str(check["fixed"]), str(check["saving"])))
+            else:
+                measured.add((_table_mib(check["bad"]), _table_mib(check["fixed"]), _table_mib(check["saving"])))
+    assert stated <= measured, stated - measured
