@@ -738,9 +738,10 @@ def _sampled_in_training(model: SemanticModel, found: List[Candidate]) -> List[C
 
 
 def _read_into_computation(model: SemanticModel, call: ast.Call, criteria: Set[str]) -> bool:
-    """Whether a read of the name ``call``'s output is bound to, that the output may reach, lies inside a call of a model or a
-    criterion of the module, or of ``torch.nn.functional``: a cut there (``head(out[0].data)``)
-    may be a packed sequence's ``.data``, which carries history into the loss."""
+    """Whether a read of the name ``call``'s output is bound to, that the output may reach, lies
+    inside a call of a model or a criterion of the module, or of ``torch.nn.functional``: a cut
+    there (``head(out[0].data)``) may be a packed sequence's ``.data``, which carries history into
+    the loss."""
     kept = _kept_whole(model, call)
     statement = model.parent(kept)
     if not isinstance(statement, ast.Assign) or statement.value is not kept or not isinstance(statement.targets[0], ast.Name):

@@ -8,10 +8,10 @@ program's placement: after the ``if`` the code expects its models where the firs
 and ``map_location="cpu"`` would leave the restored ones on the CPU beside GPU data.
 
 A load counts where it is a whole statement of a branch binding a plain name (``name =
-torch.load(...)``) that its own branch never moves (``name.cuda()``, ``name.to(device)``: there the
-code places the restored model itself), and the other branch of the same ``if`` moves that name to
-the GPU (``name = name.cuda()``, ``name.to("cuda")``, at any depth of that branch; a move to a
-``device`` the code names may be a move to the CPU, and does not count). The other whole loads of
+torch.load(...)``) that its own branch never moves (``name.cuda()``, ``name.to(device)``,
+``name.cpu()``: there the code places the restored model itself), and the other branch of the
+same ``if`` moves that name to the GPU (``name = name.cuda()``, ``name.to("cuda")``, at any depth of
+that branch; a move to a ``device`` the code names may be a move to the CPU, and does not count). The other whole loads of
 the same branch that bind a name the other branch also binds (the optimizers built over the moved
 models) are part of the same restore, when one load of the branch counts by itself.
 """
@@ -22,6 +22,8 @@ import ast
 from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
 from gpulint.semantic.model import SemanticModel
+from gpulint.semantic.run_as_loaded import moved_to_the_gpu
+from gpulint.semantic.torch_api import DEVICE_MOVES
 
 LoadTest = Callable[[ast.Call], bool]
 """Whether a call is a load the rule reads (``torch.load`` and its kin)."""
@@ -82,18 +84,16 @@ def _bound_names(branch: Sequence[ast.stmt]) -> List[str]:
 
 
 def _moved(branch: Sequence[ast.stmt], name: str, to_gpu_only: bool) -> bool:
-    """``name.cuda()`` or ``name.to("cuda...")`` somewhere in ``branch``; unless ``to_gpu_only``,
-    also ``name.to(...)`` whatever the device."""
+    """``name.cuda()`` or ``name.to("cuda...")`` somewhere in ``branch``
+    (:func:`~gpulint.semantic.run_as_loaded.moved_to_the_gpu`); unless ``to_gpu_only``, also
+    ``name.to(...)`` whatever the device and ``name.cpu()``."""
     for statement in branch:
         for node in ast.walk(statement):
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
                 continue
             receiver = node.func.value
-            if not (isinstance(receiver, ast.Name) and receiver.id == name):
-                continue
-            first = node.args[0] if node.args else None
-            if node.func.attr == "cuda" or (
-                node.func.attr == "to" and (not to_gpu_only or isinstance(first, ast.Constant) and str(first.value).startswith("cuda"))
+            if isinstance(receiver, ast.Name) and receiver.id == name and (
+                moved_to_the_gpu(node) or (not to_gpu_only and node.func.attr in DEVICE_MOVES)
             ):
                 return True
     return False

@@ -37,7 +37,7 @@ Placement = Callable[[ast.expr], bool]
 
 def run_on_gpu_inputs_as_loaded(model: SemanticModel, call: ast.Call) -> bool:
     """Whether what ``call`` loads is used as loaded beside values the program moves to the GPU."""
-    return _used_as_loaded(model, call, _on_gpu)
+    return _used_as_loaded(model, call, moved_to_the_gpu)
 
 
 def run_on_device_inputs_as_loaded(model: SemanticModel, call: ast.Call) -> bool:
@@ -168,7 +168,7 @@ def _defined_once(model: SemanticModel, func: ast.expr) -> bool:
     return len(same) == 1
 
 
-def _on_gpu(argument: ast.expr) -> bool:
+def moved_to_the_gpu(argument: ast.expr) -> bool:
     """``x.cuda()``, ``x[None].cuda()``, ``x.to("cuda")``, ``x.to("cuda:0")``."""
     if not (isinstance(argument, ast.Call) and isinstance(argument.func, ast.Attribute)):
         return False
@@ -179,9 +179,9 @@ def _on_gpu(argument: ast.expr) -> bool:
 
 
 def _on_a_device(argument: ast.expr) -> bool:
-    """What :func:`_on_gpu` takes, or ``x.to(device)``: a device the code names (a name or
+    """What :func:`moved_to_the_gpu` takes, or ``x.to(device)``: a device the code names (a name or
     attribute spelt with ``device``), given first or as ``device=``."""
-    if _on_gpu(argument):
+    if moved_to_the_gpu(argument):
         return True
     if not (isinstance(argument, ast.Call) and isinstance(argument.func, ast.Attribute) and argument.func.attr == "to"):
         return False
