@@ -63,38 +63,38 @@ def test_fix_that_adds_lines_keeps_them_in_their_cell(tmp_path):
 
 
 def test_a_module_level_wrap_stays_in_its_cell(tmp_path):
-    first = "import torch\nmodel = torch.nn.Linear(4, 2).cuda().eval()\nout = model(torch.ones(1, 4))"
+    first = "import torch\nmodel = torch.nn.Linear(4, 2).cuda().eval()\nout = model(torch.ones(1, 4).cuda())"
     second = "print(out.shape)\ndoubled = out * 2"
     (tmp_path / "nb.ipynb").write_text(_notebook(first, second), encoding="utf-8")
     assert run_gpulint(["--fix", "--unsafe-fixes", "nb.ipynb"], cwd=tmp_path).returncode == 0
     cells = json.loads((tmp_path / "nb.ipynb").read_text(encoding="utf-8"))["cells"]
-    assert "".join(cells[1]["source"]).endswith("with torch.no_grad():\n    out = model(torch.ones(1, 4))")
+    assert "".join(cells[1]["source"]).endswith("with torch.no_grad():\n    out = model(torch.ones(1, 4).cuda())")
     assert "".join(cells[2]["source"]) == second
 
 
 def test_each_cell_of_top_level_inference_is_reported_and_fixed_on_its_own(tmp_path):
-    first = "import torch\nmodel = torch.nn.Linear(4, 2).cuda().eval()\nout = model(torch.ones(1, 4))\nprint(out)"
+    first = "import torch\nmodel = torch.nn.Linear(4, 2).cuda().eval()\nout = model(torch.ones(1, 4).cuda())\nprint(out)"
     second = "for batch in [torch.ones(8, 4)]:\n    scores = model(batch)\n    print(scores.sum())"
     (tmp_path / "nb.ipynb").write_text(_notebook(first, "print(1)", second), encoding="utf-8")
     found = json.loads(run_gpulint(["check", "--format", "json", "nb.ipynb"], cwd=tmp_path).stdout)
     assert [(item["code"], item["cell"], item["line"]) for item in found] == [("GPU004", 2, 3), ("GPU004", 4, 2)]
     assert run_gpulint(["--fix", "--unsafe-fixes", "nb.ipynb"], cwd=tmp_path).returncode == 0
     cells = json.loads((tmp_path / "nb.ipynb").read_text(encoding="utf-8"))["cells"]
-    assert "".join(cells[1]["source"]).endswith("with torch.no_grad():\n    out = model(torch.ones(1, 4))\nprint(out)")
+    assert "".join(cells[1]["source"]).endswith("with torch.no_grad():\n    out = model(torch.ones(1, 4).cuda())\nprint(out)")
     assert "".join(cells[3]["source"]).startswith("with torch.no_grad():\n    for batch in [torch.ones(8, 4)]:")
     assert "".join(cells[2]["source"]) == "print(1)"
 
 
 def test_a_wrap_leaves_the_displayed_expression_outside(tmp_path):
-    first = "import torch\nmodel = torch.nn.Linear(4, 2).cuda().eval()\nout = model(torch.ones(1, 4))\nout.softmax(-1)"
+    first = "import torch\nmodel = torch.nn.Linear(4, 2).cuda().eval()\nout = model(torch.ones(1, 4).cuda())\nout.softmax(-1)"
     (tmp_path / "nb.ipynb").write_text(_notebook(first, "print(1)"), encoding="utf-8")
     assert run_gpulint(["--fix", "--unsafe-fixes", "nb.ipynb"], cwd=tmp_path).returncode == 0
     cells = json.loads((tmp_path / "nb.ipynb").read_text(encoding="utf-8"))["cells"]
-    assert "".join(cells[1]["source"]).endswith("with torch.no_grad():\n    out = model(torch.ones(1, 4))\nout.softmax(-1)")
+    assert "".join(cells[1]["source"]).endswith("with torch.no_grad():\n    out = model(torch.ones(1, 4).cuda())\nout.softmax(-1)")
 
 
 def test_no_wrap_when_the_forward_pass_is_the_displayed_expression(tmp_path):
-    first = "import torch\nmodel = torch.nn.Linear(4, 2).cuda().eval()\nmodel(torch.ones(1, 4))"
+    first = "import torch\nmodel = torch.nn.Linear(4, 2).cuda().eval()\nmodel(torch.ones(1, 4).cuda())"
     (tmp_path / "nb.ipynb").write_text(_notebook(first, "print(1)"), encoding="utf-8")
     (item,) = json.loads(run_gpulint(["check", "--format", "json", "--unsafe-fixes", "nb.ipynb"], cwd=tmp_path).stdout)
     assert (item["code"], item["cell"], item["line"], item["fix"]) == ("GPU004", 2, 3, None)

@@ -39,7 +39,7 @@ def _public_module_classes(namespace) -> set:
 
 @pytest.mark.parametrize(
     "name", ["GRAD_OFF", "SET_GRAD_ENABLED", "LOADERS", "EMPTY_CACHE", "AUTOGRAD_ENTRY_POINTS", "MODULE_CONVERSIONS",
-             "ARRAY_ONLY_FUNCTIONS", "EXPORTERS"],
+             "ARRAY_ONLY_FUNCTIONS", "EXPORTERS", "CPU_FABRICATIONS", "DEFAULT_DEVICE_SETTERS"],
 )
 def test_qualified_names_resolve(name):
     names = getattr(torch_api, name)
@@ -47,7 +47,7 @@ def test_qualified_names_resolve(name):
     assert sorted(q for q in names if not _resolves(q)) == []
 
 
-@pytest.mark.parametrize("name", ["DATA_LOADER", "DATA_SUBSET", "TENSOR_DATASET", "VARIABLE", "PARAMETER"])
+@pytest.mark.parametrize("name", ["DATA_LOADER", "DATA_SUBSET", "TENSOR_DATASET", "VARIABLE", "PARAMETER", "DEVICE_CONTEXT"])
 def test_qualified_name_resolves(name):
     assert _resolves(getattr(torch_api, name))
 
@@ -198,6 +198,16 @@ def test_is_loss_module(qualified, expected):
 @pytest.mark.parametrize("name", ["SHAPE_FACTORIES", "NON_TENSOR_TORCH"])
 def test_torch_functions_exist(name):
     assert sorted(f for f in getattr(torch_api, name) if not hasattr(torch, f)) == []
+
+
+def test_fabrications_make_cpu_tensors_without_a_device():
+    """Each of ``CPU_FABRICATIONS``, given only numbers, shapes or lists, makes a tensor on the CPU."""
+    arguments = {"torch.full": ((2,), 0.5), "torch.randint": (5, (2,)), "torch.normal": (0.0, 1.0, (2,)),
+                 "torch.linspace": (0.0, 1.0, 3), "torch.tensor": ([1, 2],), "torch.as_tensor": ([1, 2],)}
+    for qualified in torch_api.CPU_FABRICATIONS:
+        function = getattr(torch, qualified.rpartition(".")[2])
+        made = function(*arguments.get(qualified, (2,)))
+        assert isinstance(made, torch.Tensor) and made.device.type == "cpu", qualified
 
 
 def test_shape_factories_allocate_floating_tensors():

@@ -23,6 +23,7 @@ from gpulint.semantic.confined import stays_in_statements, stays_inside
 from gpulint.semantic.decorated_methods import runs_without_grad_by_its_decorator
 from gpulint.semantic.evaluation import EvaluationFacts, ScopeFacts
 from gpulint.semantic.explained_models import differentiated_elsewhere
+from gpulint.semantic.fabricated_inputs import given_only_cpu_fabrications
 from gpulint.semantic.forward_values import hands_on, keeps_nothing_from
 from gpulint.semantic.history import AutogradHistory
 from gpulint.semantic.model import Function, SemanticModel
@@ -576,9 +577,11 @@ def _builds_a_graph_on_the_gpu(model: SemanticModel, facts: EvaluationFacts, cal
     class runs without gradients by its decorator (:func:`runs_without_grad_by_its_decorator`), nor of a model
     the module itself binds (:meth:`SemanticModel.bound_here`: not ``self``'s part, nor a parameter
     that callers elsewhere may fill with a model they moved) in a module that never puts anything on
-    an accelerator."""
+    an accelerator, nor a pass given only tensors the code makes up on the CPU
+    (:func:`given_only_cpu_fabrications`: a smoke test or shape probe, which a model on the GPU would
+    reject)."""
     place = facts.model_place(call)
-    if place in facts.frozen or runs_without_grad_by_its_decorator(model, call):
+    if place in facts.frozen or runs_without_grad_by_its_decorator(model, call) or given_only_cpu_fabrications(model, call):
         return False
     return place is None or model.mentions_accelerator or not model.bound_here(place)
 

@@ -480,6 +480,19 @@ TENSOR_REGISTRATIONS = frozenset({BUFFER_REGISTRATION, "register_parameter"})
 they are given first."""
 VARIABLE = "torch.autograd.Variable"
 """The tensor wrapper of older torch: since 0.4 it returns the tensor it is given."""
+CPU_FABRICATIONS = frozenset({
+    "torch.zeros", "torch.ones", "torch.empty", "torch.full", "torch.rand", "torch.randn", "torch.randint",
+    "torch.normal", "torch.arange", "torch.linspace", "torch.eye", "torch.tensor", "torch.as_tensor",
+    "torch.Tensor", "torch.FloatTensor", "torch.DoubleTensor", "torch.LongTensor", "torch.IntTensor",
+    "torch.ByteTensor", "torch.BoolTensor",
+})
+"""Functions and legacy tensor classes that make a tensor out of nothing but the numbers, shapes and
+Python lists they are given: without a ``device`` argument (and with no default device set), on the
+CPU. GPU004 reads a forward pass given only such tensors as a smoke test on the CPU."""
+DEFAULT_DEVICE_SETTERS = frozenset({"torch.set_default_device", "torch.set_default_tensor_type"})
+"""Functions that make torch's factories allocate on another device (``torch.set_default_device("cuda")``)."""
+DEVICE_CONTEXT = "torch.device"
+"""``with torch.device("cuda"):`` makes the factories in its block allocate there."""
 
 TINY_IMAGE_DATASETS = {
     "torchvision.datasets.MNIST": 28 * 28, "torchvision.datasets.FashionMNIST": 28 * 28,

@@ -1,0 +1,123 @@
+"""Forward passes given only tensors the code makes up on the CPU.
+
+A model file's self-test or a notebook's shape check runs its network on inputs it fabricates:
+``y = gnet(torch.randn(10, 64))``, ``data = torch.randn(2, 3, 32, 32)`` then ``feat, _ =
+model_t(data, is_feat=True)``, ``src = torch.LongTensor([[1, 2, 3]])`` then ``model.encode(src,
+src_mask)``. Made without a ``device`` and never moved, those tensors are on the CPU; a model on
+the GPU would raise on them, so the pass runs on the CPU, where its graph takes no GPU memory, and
+on no data the program was given.
+
+Every argument of the call (one at least) must be such a tensor or a constant (``is_feat=True``): a
+call of :data:`~gpulint.semantic.torch_api.CPU_FABRICATIONS` with no ``device`` or
+``requires_grad`` keyword (an input that asks for gradients is one whose graph the code wants), cast,
+reshaped or indexed (:data:`KEEPING_METHODS`, a subscript), or ``Variable(...)`` of one, or a name
+every binding of which is an assignment of one, which nothing changes in place (``x.requires_grad_()``,
+``x.data = ...``) and no ``global`` or ``nonlocal`` statement shares.
+
+The module must leave the CPU the factories' device and the model no way to move its inputs: it
+sets no default device (:data:`~gpulint.semantic.torch_api.DEFAULT_DEVICE_SETTERS`, ``with
+torch.device(...)``), wraps no model in ``DataParallel`` (which scatters CPU inputs onto the GPUs),
+and no ``forward`` of its model classes moves anything (``x.to(self.device)``).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import List
+
+from gpulint.semantic.model import SemanticModel
+from gpulint.semantic.torch_api import (
+    CPU_FABRICATIONS, DEFAULT_DEVICE_SETTERS, DEVICE_CONTEXT, DEVICE_MOVES, FORWARD_METHODS, VARIABLE,
+)
+
+KEEPING_METHODS = frozenset({
+    "float", "double", "half", "long", "int", "bool", "view", "reshape", "unsqueeze", "squeeze", "permute",
+    "transpose", "flatten", "contiguous", "clone", "detach", "repeat", "expand",
+})
+"""Tensor methods whose result stays on the receiver's device (not ``type_as``, which takes another's)."""
+DEVICE_KEYWORDS = frozenset({"device", "requires_grad", "pin_memory"})
+"""Keywords of a factory that put its tensor elsewhere or ask for its gradient."""
+WRAPPER_SPELLING = "dataparallel"
+"""How ``DataParallel`` and ``DistributedDataParallel`` are spelled, in lower case."""
+MAX_DEPTH = 8
+"""How many names deep an argument is followed."""
+
+
+def given_only_cpu_fabrications(model: SemanticModel, call: ast.Call) -> bool:
+    """Whether the forward ``call`` is given only tensors the code makes up on the CPU (see the
+    module's docstring), in a module that leaves them there."""
+    arguments = [*call.args, *(keyword.value for keyword in call.keywords)]
+    if not arguments or any(isinstance(argument, ast.Starred) for argument in arguments):
+        return False
+    if not any(_fabricated(model, argument, 0) for argument in arguments):
+        return False
+    if not all(isinstance(argument, ast.Constant) or _fabricated(model, argument, 0) for argument in arguments):
+        return False
+    return not model.derived(_moves_inputs)
+
+
+def _fabricated(model: SemanticModel, node: ast.expr, depth: int) -> bool:
+    if depth > MAX_DEPTH:
+        return False
+    while True:
+        if isinstance(node, ast.Subscript):
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in KEEPING_METHODS:
+            node = node.func.value
+        elif isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords and VARIABLE in model.resolved_names(node.func):
+            node = node.args[0]
+        else:
+            break
+    if isinstance(node, ast.Call):
+        return bool(model.resolved_names(node.func) & CPU_FABRICATIONS) and not any(
+            keyword.arg is None or keyword.arg in DEVICE_KEYWORDS for keyword in node.keywords
+        )
+    if isinstance(node, ast.Name):
+        values = _assigned_values(model, node)
+        return bool(values) and all(_fabricated(model, value, depth + 1) for value in values)
+    return False
+
+
+def _assigned_values(model: SemanticModel, name: ast.Name) -> List[ast.expr]:
+    """What each binding of ``name`` assigns; empty where one binds it otherwise (a loop, an
+    unpacking, ``+=``, an import), where the scope shares it (``global``), or where code changes it
+    in place or sets an attribute of it."""
+    binding = model.scope_at(name).resolve(name.id)
+    scope = binding.scope
+    if binding.name in scope.globals | scope.nonlocals or binding.name in scope.parameters or model.bound_otherwise(binding):
+        return []
+    values: List[ast.expr] = []
+    for use in model.uses(binding):
+        parent = model.parent(use)
+        if isinstance(use.ctx, ast.Load):
+            if isinstance(parent, ast.Attribute) and parent.value is use and (
+                isinstance(parent.ctx, ast.Store) or parent.attr.endswith("_")
+            ):
+                return []
+            continue
+        if not (isinstance(parent, ast.Assign) and parent.targets == [use]):
+            return []
+        values.append(parent.value)
+    return values
+
+
+def _moves_inputs(model: SemanticModel) -> bool:
+    """Whether the module may put a made-up tensor, or a forward pass's input, on the GPU: it sets a
+    default device, wraps a model in ``DataParallel``, or a forward method of its model classes
+    moves something."""
+    if model.spells((WRAPPER_SPELLING,)):
+        return True
+    for call in model.nodes(ast.Call):
+        if model.resolved_names(call.func) & DEFAULT_DEVICE_SETTERS:
+            return True
+    for with_node in model.nodes(ast.With):
+        for item in with_node.items:
+            expression = item.context_expr
+            if isinstance(expression, ast.Call) and DEVICE_CONTEXT in model.resolved_names(expression.func):
+                return True
+    for function in model.all_functions:
+        if function.owner is None or function.owner.node not in model.module_classes or function.name not in FORWARD_METHODS:
+            continue
+        if any(isinstance(node, ast.Attribute) and node.attr in DEVICE_MOVES for node in ast.walk(function.node)):
+            return True
+    return False
