@@ -23,12 +23,15 @@ from gpulint.semantic.torch_api import (
     MODULE_METHODS,
     NON_TENSOR_ATTRIBUTES,
     NON_TENSOR_METHODS,
+    PARAMETER_FREE_LAYERS,
     RELEASING_BUILTINS,
     SHAPE_FACTORIES,
     VALUE_BUILTINS,
     builds_history_free_metric,
+    is_loss_module,
     is_module_constructor,
     is_torch_tensor_function,
+    nn_class_name,
 )
 
 CRITERION_SUFFIXES = ("criterion", "loss_fn", "loss_func", "loss_function")
@@ -38,6 +41,8 @@ RELEASING_METHODS = NON_TENSOR_METHODS | {"keys"}
 INDEX_RESULT_METHODS = INDEX_METHODS | {"generate"}
 """Methods whose result is indices, masks or token ids: a few bytes, whatever the input's size
 (torch's ``INDEX_METHODS``, and transformers' ``generate``)."""
+MODULE_CAST_METHODS = frozenset({"eval", "train", "half", "float", "bfloat16", "requires_grad_"})
+"""Module methods that return the module itself, switched or cast (``Net().half()``)."""
 MODULE_OUTPUT_METHODS = frozenset({"forward", "generate"})
 """Module methods whose result is the module's output: ``nn.Module.forward``, and transformers'
 ``generate``."""
@@ -298,6 +303,8 @@ class TensorLikeness:
             if method in RELEASING_METHODS or method in INDEX_RESULT_METHODS or (method == "to" and _moves_to_cpu(node)):
                 return False
             if method in ("cuda", "to"):
+                if self._builds_parameter_free_module(func.value):
+                    return False
                 return self._builds_module(func.value) or self.holds_device_memory(func.value, holding)
             if self.is_module(func.value):
                 return method in FORWARD_METHODS
@@ -319,11 +326,20 @@ class TensorLikeness:
                 return True
         return False
 
+    def _builds_parameter_free_module(self, node: cst.CSTNode) -> bool:
+        """A ``torch.nn`` loss or layer without weights constructed here (``nn.CrossEntropyLoss()``,
+        ``nn.MaxPool2d(2)``): moved to the device, it holds nothing there worth freeing (at most a
+        loss's class weights)."""
+        while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in MODULE_CAST_METHODS:
+            node = node.func.value
+        if not isinstance(node, cst.Call):
+            return False
+        names = self.qualified_names(node.func)
+        return bool(names) and all(is_loss_module(q) or nn_class_name(q) in PARAMETER_FREE_LAYERS for q in names)
+
     def _builds_module(self, node: cst.CSTNode) -> bool:
         """A module constructed here (``Net(config)``, ``nn.Linear(...)``, ``Net().half()``)."""
-        while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in (
-            "eval", "train", "half", "float", "bfloat16", "requires_grad_",
-        ):
+        while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in MODULE_CAST_METHODS:
             node = node.func.value
         if not isinstance(node, cst.Call):
             return False

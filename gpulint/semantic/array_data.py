@@ -8,8 +8,11 @@ it to numpy and raises for a tensor on an accelerator. A payload counts as array
 every use of it reaches one (a checkpoint with one numpy entry beside its state dict does not): the
 value is followed by binding
 (:class:`~gpulint.semantic.model.Place`, ``self.<attr>`` by class) through subscripts, ``.get(...)``,
-attributes other than a tensor's metadata, methods that keep a tensor where it is (``.mean(1)``),
-assignments to names whose every assignment assigns a part, and loops over it; any other use
+``.values()``, attributes other than a tensor's metadata, methods that keep a tensor where it is
+(``.mean(1)``), copies into a list (``list(obj.values())[0]``), assignments to names whose every
+assignment assigns a part, and loops over it, where a counted or paired loop (``for j, (frame,
+feature) in enumerate(video.items())``) binds only the element a part (the count and the key are
+none); ``len(...)`` reads only a length and counts as neither; any other use
 (passed to a function, written into, returned) ends the case. Consumers that take CPU tensors too
 (numpy's functions, matplotlib, ``.numpy()``) or other values too (OpenCV's functions take numbers
 and strings) are no such sign.
@@ -24,8 +27,16 @@ from typing import Dict, Iterator, List, Optional, Set, Union
 from gpulint.semantic import torch_api
 from gpulint.semantic.model import Place, SemanticModel
 
-MAPPING_READS = frozenset({"get", "pop"})
-"""Methods that read a value out of a mapping."""
+MAPPING_READS = frozenset({"get", "pop", "values"})
+"""Methods that read a value, or all of them, out of a mapping."""
+PAIRS_METHOD = "items"
+"""The mapping method whose pairs hold a key and a value: a loop over it binds the value a part."""
+COUNTER = "enumerate"
+"""The builtin whose pairs hold a count and an element: a loop over it binds the element a part."""
+COPIES = frozenset({"list", "tuple"})
+"""Builtins that make a sequence of the elements they are given, as they are."""
+LENGTH = "len"
+"""A builtin that reads only how many elements a value holds."""
 METADATA_ATTRIBUTES = torch_api.NON_TENSOR_ATTRIBUTES | torch_api.TENSOR_SHAPE_METHODS | {"size", "itemsize", "nbytes"}
 """Attributes whose value describes an array or tensor without holding its data."""
 ARRAY_ONLY_FUNCTION_WORDS = frozenset(name.rpartition(".")[2] for name in torch_api.ARRAY_ONLY_FUNCTIONS)
@@ -94,10 +105,15 @@ class ArrayData:
         return not (self.model.is_builtin(dtype, {"object"}) or "numpy.object_" in self.model.resolved_names(dtype))
 
     def _outermost_part(self, node: ast.expr) -> ast.expr:
-        """The largest expression around ``node`` that reads a part of it (``data[0].mean(1)``)."""
+        """The largest expression around ``node`` that reads a part of it (``data[0].mean(1)``,
+        ``list(frames.values())[0]``)."""
         while True:
             parent = self.model.parent(node)
             if isinstance(parent, ast.Subscript) and parent.value is node:
+                node = parent
+            elif isinstance(parent, ast.Call) and parent.args == [node] and not parent.keywords and self.model.is_builtin(
+                parent.func, COPIES
+            ):
                 node = parent
             elif isinstance(parent, ast.Attribute) and parent.value is node and parent.attr not in METADATA_ATTRIBUTES:
                 call = self.model.parent(parent)
@@ -118,6 +134,22 @@ class ArrayData:
         """What the program does with ``part``: True, a use only numpy arrays allow; False, it
         assigns or iterates it into a part; None, anything else."""
         parent = self.model.parent(part)
+        if isinstance(parent, ast.Call) and parent.args == [part] and not parent.keywords and self.model.is_builtin(
+            parent.func, {LENGTH}
+        ):
+            return False
+        iterated: ast.expr = part
+        while True:
+            around = self.model.parent(iterated)
+            if isinstance(around, ast.Attribute) and around.attr == PAIRS_METHOD:
+                around = self.model.parent(around)
+            if not (isinstance(around, ast.Call) and self._pairs_of(around) is iterated):
+                break
+            iterated = around
+        loop = self.model.parent(iterated)
+        if isinstance(loop, (ast.For, ast.AsyncFor, ast.comprehension)) and loop.iter is iterated:
+            target = self._element_target(loop.target, iterated)
+            return False if target is not None and self.model.place(target) in parts else None
         if isinstance(parent, ast.Call) and parent.args == [part] and not parent.keywords:
             names = self.model.resolved_names(parent.func)
             return True if names and names <= torch_api.ARRAY_ONLY_FUNCTIONS else None
@@ -132,9 +164,25 @@ class ArrayData:
             ):
                 return True
             return False if all(self.model.place(target) in parts for target in targets) else None
-        if isinstance(parent, (ast.For, ast.AsyncFor, ast.comprehension)) and parent.iter is part:
-            return False if self.model.place(parent.target) in parts else None
         return None
+
+    def _pairs_of(self, call: ast.Call) -> Optional[ast.expr]:
+        """What ``enumerate(x)`` counts or ``x.items()`` pairs with its keys: ``x``; None for any other call."""
+        if isinstance(call.func, ast.Attribute) and call.func.attr == PAIRS_METHOD and not call.args and not call.keywords:
+            return call.func.value
+        if len(call.args) == 1 and not call.keywords and self.model.is_builtin(call.func, {COUNTER}):
+            return call.args[0]
+        return None
+
+    def _element_target(self, target: ast.expr, iterated: ast.expr) -> Optional[ast.expr]:
+        """The part of a loop's target bound to an element of what it iterates: the target itself,
+        or the second of a pair for ``enumerate(x)`` and ``x.items()`` (``for i, (key, frame) in
+        enumerate(video.items())`` binds ``frame``)."""
+        while isinstance(iterated, ast.Call) and self._pairs_of(iterated) is not None:
+            if not (isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == 2):
+                return None
+            target, iterated = target.elts[1], self._pairs_of(iterated)  # type: ignore[assignment]
+        return target
 
     @cached_property
     def _occurrences(self) -> Dict[Place, List[ast.expr]]:
@@ -198,6 +246,10 @@ class ArrayData:
                 expression.func.attr in MAPPING_READS or expression.func.attr in torch_api.DEVICE_KEEPING_TENSOR_METHODS
             ):
                 expression = expression.func.value
+            elif isinstance(expression, ast.Call) and len(expression.args) == 1 and not expression.keywords and (
+                self.model.is_builtin(expression.func, COPIES)
+            ):
+                expression = expression.args[0]
             elif isinstance(expression, (ast.Name, ast.Attribute)):
                 return None
             else:
@@ -234,7 +286,13 @@ class ArrayData:
                 if node.value is not None:
                     record(node.target, node.value)
         for node in self._all((ast.For, ast.AsyncFor, ast.comprehension)):
-            record(node.target, node.iter)  # type: ignore[attr-defined]
+            target, iterated = node.target, node.iter  # type: ignore[attr-defined]
+            while isinstance(iterated, ast.Call) and self._pairs_of(iterated) is not None and (
+                isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == 2
+            ):
+                record(target.elts[0], None)
+                target, iterated = target.elts[1], self._pairs_of(iterated)
+            record(target, iterated)
         for node in self._all((ast.With, ast.AsyncWith)):
             for item in node.items:  # type: ignore[attr-defined]
                 if item.optional_vars is not None:
