@@ -439,10 +439,9 @@ def _is_saved_or_loaded_path(model: SemanticModel, node: ast.expr) -> bool:
         parent = model.parent(parent)
     if not isinstance(parent, ast.Call):
         return False
-    names = model.resolved_names(parent.func)
-    if names == {SAVE}:
+    if model.resolved_names(parent.func) == {SAVE}:
         return _save_path(parent) is node
-    return bool(names) and names <= MAP_LOCATION_SLOT.keys() and loaded_path(parent) is node
+    return _a_loader_call(model, parent) and loaded_path(parent) is node
 
 
 def _between(model: SemanticModel, save: ast.Call, load: ast.Call) -> List[ast.AST]:

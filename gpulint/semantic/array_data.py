@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import ast
 from functools import cached_property
-from typing import Dict, Iterator, List, Optional, Set, Union
+from typing import Dict, Iterator, List, Optional, Set, Tuple, Union
 
 from gpulint.semantic import torch_api
 from gpulint.semantic.model import Place, SemanticModel
@@ -148,8 +148,8 @@ class ArrayData:
             iterated = around
         loop = self.model.parent(iterated)
         if isinstance(loop, (ast.For, ast.AsyncFor, ast.comprehension)) and loop.iter is iterated:
-            target = self._element_target(loop.target, iterated)
-            return False if target is not None and self.model.place(target) in parts else None
+            target, _, _ = self._unpaired(loop.target, iterated)
+            return False if self.model.place(target) in parts else None
         if isinstance(parent, ast.Call) and parent.args == [part] and not parent.keywords:
             names = self.model.resolved_names(parent.func)
             return True if names and names <= torch_api.ARRAY_ONLY_FUNCTIONS else None
@@ -174,15 +174,18 @@ class ArrayData:
             return call.args[0]
         return None
 
-    def _element_target(self, target: ast.expr, iterated: ast.expr) -> Optional[ast.expr]:
-        """The part of a loop's target bound to an element of what it iterates: the target itself,
-        or the second of a pair for ``enumerate(x)`` and ``x.items()`` (``for i, (key, frame) in
-        enumerate(video.items())`` binds ``frame``)."""
-        while isinstance(iterated, ast.Call) and self._pairs_of(iterated) is not None:
-            if not (isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == 2):
-                return None
-            target, iterated = target.elts[1], self._pairs_of(iterated)  # type: ignore[assignment]
-        return target
+    def _unpaired(self, target: ast.expr, iterated: ast.expr) -> Tuple[ast.expr, ast.expr, List[ast.expr]]:
+        """A loop's target and what it iterates, with ``enumerate(...)`` and ``.items()`` taken off
+        while the target unpacks their pairs (``for i, (key, frame) in enumerate(video.items())``:
+        ``frame`` and ``video``), and the counts and keys bound beside the element (``i``, ``key``)."""
+        beside: List[ast.expr] = []
+        while isinstance(iterated, ast.Call) and isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == 2:
+            inner = self._pairs_of(iterated)
+            if inner is None:
+                break
+            beside.append(target.elts[0])
+            target, iterated = target.elts[1], inner
+        return target, iterated, beside
 
     @cached_property
     def _occurrences(self) -> Dict[Place, List[ast.expr]]:
@@ -286,12 +289,9 @@ class ArrayData:
                 if node.value is not None:
                     record(node.target, node.value)
         for node in self._all((ast.For, ast.AsyncFor, ast.comprehension)):
-            target, iterated = node.target, node.iter  # type: ignore[attr-defined]
-            while isinstance(iterated, ast.Call) and self._pairs_of(iterated) is not None and (
-                isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == 2
-            ):
-                record(target.elts[0], None)
-                target, iterated = target.elts[1], self._pairs_of(iterated)
+            target, iterated, beside = self._unpaired(node.target, node.iter)  # type: ignore[attr-defined]
+            for count_or_key in beside:
+                record(count_or_key, None)
             record(target, iterated)
         for node in self._all((ast.With, ast.AsyncWith)):
             for item in node.items:  # type: ignore[attr-defined]

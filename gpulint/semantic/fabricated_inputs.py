@@ -27,18 +27,19 @@ from typing import List
 
 from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.torch_api import (
-    CPU_FABRICATIONS, DEFAULT_DEVICE_SETTERS, DEVICE_CONTEXT, DEVICE_MOVES, FORWARD_METHODS, VARIABLE,
+    CPU_FABRICATIONS, DEFAULT_DEVICE_SETTERS, DEVICE_CONTEXT, DEVICE_KEEPING_TENSOR_METHODS, DEVICE_MOVES,
+    FORWARD_METHODS, LAYOUT_METHODS, MODULE_WRAPPERS, VARIABLE,
 )
 
-KEEPING_METHODS = frozenset({
-    "float", "double", "half", "long", "int", "bool", "view", "reshape", "unsqueeze", "squeeze", "permute",
-    "transpose", "flatten", "contiguous", "clone", "detach", "repeat", "expand",
-})
-"""Tensor methods whose result stays on the receiver's device (not ``type_as``, which takes another's)."""
+TYPE_METHOD = "type"
+"""The tensor method that casts to the type it is given, which may be a CUDA type."""
+KEEPING_METHODS = DEVICE_KEEPING_TENSOR_METHODS | (LAYOUT_METHODS - DEVICE_MOVES - {TYPE_METHOD})
+"""Tensor methods whose result stays on the receiver's device (not ``.type(...)``, which may name a
+CUDA type, nor ``type_as``, which takes another tensor's device)."""
 DEVICE_KEYWORDS = frozenset({"device", "requires_grad", "pin_memory"})
 """Keywords of a factory that put its tensor elsewhere or ask for its gradient."""
-WRAPPER_SPELLING = "dataparallel"
-"""How ``DataParallel`` and ``DistributedDataParallel`` are spelled, in lower case."""
+WRAPPER_SPELLINGS = tuple(wrapper.lower() for wrapper in MODULE_WRAPPERS)
+"""How ``DataParallel`` and ``DistributedDataParallel`` are spelled, in lower case (``spells`` reads so)."""
 MAX_DEPTH = 8
 """How many names deep an argument is followed."""
 
@@ -105,7 +106,7 @@ def _moves_inputs(model: SemanticModel) -> bool:
     """Whether the module may put a made-up tensor, or a forward pass's input, on the GPU: it sets a
     default device, wraps a model in ``DataParallel``, or a forward method of its model classes
     moves something."""
-    if model.spells((WRAPPER_SPELLING,)):
+    if model.spells(WRAPPER_SPELLINGS):
         return True
     for call in model.nodes(ast.Call):
         if model.resolved_names(call.func) & DEFAULT_DEVICE_SETTERS:

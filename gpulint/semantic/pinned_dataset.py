@@ -21,26 +21,27 @@ ITEM_METHOD = "__getitem__"
 
 
 def served_by_a_pinning_loader(model: SemanticModel, call: ast.Call) -> bool:
-    """Whether ``call`` is bound to an attribute of ``self`` in a method of a map-style dataset
+    """Whether ``call`` is bound to an attribute of the instance in a method of a map-style dataset
     class the module builds, in a module that serves datasets through a pinning ``DataLoader``."""
     statement = model.parent(call)
     if not (isinstance(statement, ast.Assign) and statement.value is call and len(statement.targets) == 1):
         return False
     target = statement.targets[0]
-    if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"):
+    method = model.innermost_function(statement)
+    if method is None or method.owner is None or method.node is not _holding_function(model, statement):
         return False
-    dataset = _enclosing_class(model, statement)
-    if dataset is None or not any(isinstance(node, ast.FunctionDef) and node.name == ITEM_METHOD for node in dataset.body):
+    if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == method.receiver):
         return False
-    built = any(isinstance(node.func, ast.Name) and node.func.id == dataset.name for node in model.nodes(ast.Call))
+    dataset = method.owner.node
+    if ITEM_METHOD not in method.owner.methods:
+        return False
+    built = any(model.defined_class(node.func) is dataset for node in model.nodes(ast.Call))
     return built and any(_pins(model, node) for node in model.nodes(ast.Call))
 
 
-def _enclosing_class(model: SemanticModel, statement: ast.stmt) -> Optional[ast.ClassDef]:
-    """The class whose method (directly) holds ``statement``."""
-    method = next((node for node in model.ancestors(statement) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))), None)
-    owner = model.parent(method) if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
-    return owner if isinstance(owner, ast.ClassDef) else None
+def _holding_function(model: SemanticModel, statement: ast.stmt) -> Optional[ast.AST]:
+    """The ``def`` whose body (directly, not through a nested ``def`` or class) holds ``statement``."""
+    return next((node for node in model.ancestors(statement) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))), None)
 
 
 def _pins(model: SemanticModel, call: ast.Call) -> bool:

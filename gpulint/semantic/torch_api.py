@@ -480,12 +480,11 @@ TENSOR_REGISTRATIONS = frozenset({BUFFER_REGISTRATION, "register_parameter"})
 they are given first."""
 VARIABLE = "torch.autograd.Variable"
 """The tensor wrapper of older torch: since 0.4 it returns the tensor it is given."""
-CPU_FABRICATIONS = frozenset({
-    "torch.zeros", "torch.ones", "torch.empty", "torch.full", "torch.rand", "torch.randn", "torch.randint",
-    "torch.normal", "torch.arange", "torch.linspace", "torch.eye", "torch.tensor", "torch.as_tensor",
-    "torch.Tensor", "torch.FloatTensor", "torch.DoubleTensor", "torch.LongTensor", "torch.IntTensor",
-    "torch.ByteTensor", "torch.BoolTensor",
-})
+CPU_FABRICATIONS = frozenset(
+    {f"{TORCH_PACKAGE}.{name}" for name in SHAPE_FACTORIES if not name.endswith("_like")}
+    | {f"{TORCH_PACKAGE}.{name}" for name in (LITERAL_TENSOR, RANGE_FUNCTION, "randint", "linspace", "eye", "as_tensor")}
+    | {f"{TORCH_PACKAGE}.{kind}Tensor" for kind in ("", "Float", "Double", "Long", "Int", "Byte", "Bool")}
+)
 """Functions and legacy tensor classes that make a tensor out of nothing but the numbers, shapes and
 Python lists they are given: without a ``device`` argument (and with no default device set), on the
 CPU. GPU004 reads a forward pass given only such tensors as a smoke test on the CPU."""
