@@ -10,32 +10,29 @@ on no data the program was given.
 Every argument of the call (one at least) must be such a tensor or a constant (``is_feat=True``): a
 call of :data:`~gpulint.semantic.torch_api.CPU_FABRICATIONS` with no ``device`` or
 ``requires_grad`` keyword (an input that asks for gradients is one whose graph the code wants), cast,
-reshaped or indexed (:data:`KEEPING_METHODS`, a subscript), or ``Variable(...)`` of one, or a name
-every binding of which is an assignment of one, which nothing changes in place (``x.requires_grad_()``,
-``x.data = ...``) and no ``global`` or ``nonlocal`` statement shares.
+reshaped or indexed (:data:`~gpulint.semantic.torch_api.PLACEMENT_KEEPING_METHODS`, a subscript), or
+``Variable(...)`` of one, or a name every binding of which is an assignment of one, which nothing
+changes in place (``x.requires_grad_()``, ``x.data = ...``) and no ``global`` or ``nonlocal``
+statement shares.
 
 The module must leave the CPU the factories' device and the model no way to move its inputs: it
 sets no default device (:data:`~gpulint.semantic.torch_api.DEFAULT_DEVICE_SETTERS`, ``with
 torch.device(...)``), wraps no model in ``DataParallel`` (which scatters CPU inputs onto the GPUs),
-and no ``forward`` of its model classes moves anything (``x.to(self.device)``).
+and no ``forward`` of its model classes moves anything (``x.to(self.device)``) but to an input's
+device (``self.table.to(x.device)``, ``x`` a parameter of ``forward``).
 """
 
 from __future__ import annotations
 
 import ast
-from typing import List
+from typing import List, Optional, Set
 
 from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.torch_api import (
-    CPU_FABRICATIONS, DEFAULT_DEVICE_SETTERS, DEVICE_CONTEXT, DEVICE_KEEPING_TENSOR_METHODS, DEVICE_MOVES,
-    FORWARD_METHODS, LAYOUT_METHODS, MODULE_WRAPPERS, VARIABLE,
+    CPU_FABRICATIONS, DEFAULT_DEVICE_SETTERS, DEVICE_CONTEXT, DEVICE_MOVES, FORWARD_METHODS, MODULE_WRAPPERS,
+    PLACEMENT_KEEPING_METHODS, VARIABLE,
 )
 
-TYPE_METHOD = "type"
-"""The tensor method that casts to the type it is given, which may be a CUDA type."""
-KEEPING_METHODS = DEVICE_KEEPING_TENSOR_METHODS | (LAYOUT_METHODS - DEVICE_MOVES - {TYPE_METHOD})
-"""Tensor methods whose result stays on the receiver's device (not ``.type(...)``, which may name a
-CUDA type, nor ``type_as``, which takes another tensor's device)."""
 DEVICE_KEYWORDS = frozenset({"device", "requires_grad", "pin_memory"})
 """Keywords of a factory that put its tensor elsewhere or ask for its gradient."""
 WRAPPER_SPELLINGS = tuple(wrapper.lower() for wrapper in MODULE_WRAPPERS)
@@ -63,7 +60,7 @@ def _fabricated(model: SemanticModel, node: ast.expr, depth: int) -> bool:
     while True:
         if isinstance(node, ast.Subscript):
             node = node.value
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in KEEPING_METHODS:
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in PLACEMENT_KEEPING_METHODS:
             node = node.func.value
         elif isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords and VARIABLE in model.resolved_names(node.func):
             node = node.args[0]
@@ -80,9 +77,9 @@ def _fabricated(model: SemanticModel, node: ast.expr, depth: int) -> bool:
 
 
 def _assigned_values(model: SemanticModel, name: ast.Name) -> List[ast.expr]:
-    """What each binding of ``name`` assigns; empty where one binds it otherwise (a loop, an
-    unpacking, ``+=``, an import), where the scope shares it (``global``), or where code changes it
-    in place or sets an attribute of it."""
+    """What each binding of ``name`` assigns (element by element from a tuple of values); empty
+    where one binds it otherwise (a loop, any other unpacking, ``+=``, an import), where the scope
+    shares it (``global``), or where code changes it in place or sets an attribute of it."""
     binding = model.scope_at(name).resolve(name.id)
     scope = binding.scope
     if binding.name in scope.globals | scope.nonlocals or binding.name in scope.parameters or model.bound_otherwise(binding):
@@ -96,10 +93,25 @@ def _assigned_values(model: SemanticModel, name: ast.Name) -> List[ast.expr]:
             ):
                 return []
             continue
-        if not (isinstance(parent, ast.Assign) and parent.targets == [use]):
+        value = _element_assigned(model, parent, use) if isinstance(parent, ast.Tuple) else (
+            parent.value if isinstance(parent, ast.Assign) and parent.targets == [use] else None
+        )
+        if value is None:
             return []
-        values.append(parent.value)
+        values.append(value)
     return values
+
+
+def _element_assigned(model: SemanticModel, target: ast.Tuple, name: ast.Name) -> Optional[ast.expr]:
+    """The value a tuple assignment gives ``name`` element by element (``n, lens = 2,
+    torch.tensor([3, 2])``); None for any other unpacking."""
+    statement = model.parent(target)
+    if not (isinstance(statement, ast.Assign) and statement.targets == [target] and isinstance(statement.value, ast.Tuple)):
+        return None
+    elements = statement.value.elts
+    if len(elements) != len(target.elts) or any(isinstance(node, ast.Starred) for node in [*elements, *target.elts]):
+        return None
+    return next((value for element, value in zip(target.elts, elements) if element is name), None)
 
 
 def _moves_inputs(model: SemanticModel) -> bool:
@@ -119,6 +131,23 @@ def _moves_inputs(model: SemanticModel) -> bool:
     for function in model.all_functions:
         if function.owner is None or function.owner.node not in model.module_classes or function.name not in FORWARD_METHODS:
             continue
-        if any(isinstance(node, ast.Attribute) and node.attr in DEVICE_MOVES for node in ast.walk(function.node)):
+        parameters = set(function.scope.parameters)
+        if any(
+            isinstance(node, ast.Attribute) and node.attr in DEVICE_MOVES and not _to_an_inputs_device(model, node, parameters)
+            for node in ast.walk(function.node)
+        ):
             return True
     return False
+
+
+def _to_an_inputs_device(model: SemanticModel, method: ast.Attribute, parameters: Set[str]) -> bool:
+    """``P.to(x.device)``, ``x`` a parameter of the forward method: a move that follows an input's
+    device, which puts nothing on the GPU that the input did not bring there."""
+    call = model.parent(method)
+    if not (isinstance(call, ast.Call) and call.func is method and method.attr == "to" and len(call.args) == 1 and not call.keywords):
+        return False
+    device = call.args[0]
+    return (
+        isinstance(device, ast.Attribute) and device.attr == "device"
+        and isinstance(device.value, ast.Name) and device.value.id in parameters
+    )

@@ -8,8 +8,9 @@ and then ``generator(z)`` after ``generator.cuda()``: the tensor goes, as it cam
 the program put on the GPU. There ``map_location="cpu"`` would leave the loaded value on the CPU
 beside GPU inputs or weights, and the load is the program's own placement.
 
-An input counts as moved where it is spelt so (``x.cuda()``, ``x.to("cuda")``) or is a name the
-statements just before bind so (``img = data.cuda()``, in every branch of an ``if``). Inputs moved
+An input counts as moved where it is spelt so (``x.cuda()``, ``x.to("cuda")``), wrapped in
+``Variable(...)``, or is a name the statements just before bind so (``img = data.cuda()``, in every
+branch of an ``if``; a rebinding that keeps the device, ``img = img.view(n, -1)``, is passed over). Inputs moved
 to a device the code names (``x.to(device)``) may be on the CPU: the load is then still reported,
 without a fix (:func:`run_on_device_inputs_as_loaded`), for on the GPU the fix would break the run.
 
@@ -29,7 +30,7 @@ from typing import Callable, List, Optional, Union
 
 from gpulint.semantic.model import Place, SemanticModel
 from gpulint.semantic.reached_reads import reached_reads
-from gpulint.semantic.torch_api import MODE_SWITCHES, MULTI_DEVICE_WORDS
+from gpulint.semantic.torch_api import MODE_SWITCHES, MULTI_DEVICE_WORDS, PLACEMENT_KEEPING_METHODS, VARIABLE
 
 Placement = Callable[[ast.expr], bool]
 """Whether an expression puts its value where the run needs the loaded value to be."""
@@ -112,6 +113,8 @@ def _fed_to_a_placed_module(model: SemanticModel, read: ast.Name, placed: Placem
 
 
 def _placed_input(model: SemanticModel, argument: ast.expr, placed: Placement) -> bool:
+    if isinstance(argument, ast.Call) and len(argument.args) == 1 and not argument.keywords and VARIABLE in model.resolved_names(argument.func):
+        return _placed_input(model, argument.args[0], placed)
     if isinstance(argument, ast.Name):
         return _bound_placed_before(model, argument, argument.id, placed, statement_moves=False)
     return placed(argument)
@@ -134,6 +137,8 @@ def _last_placement(statements: List[ast.stmt], name: str, placed: Placement, st
     otherwise, None where none binds it."""
     for statement in reversed(statements):
         if isinstance(statement, ast.Assign) and [_name_of(target) for target in statement.targets] == [name]:
+            if _keeps_placement_of(statement.value, name):
+                continue
             return placed(statement.value)
         if statement_moves and isinstance(statement, ast.Expr) and _moves(statement.value, name, placed):
             return True
@@ -147,6 +152,15 @@ def _last_placement(statements: List[ast.stmt], name: str, placed: Placement, st
         if any(isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load) for node in ast.walk(statement)):
             return False
     return None
+
+
+def _keeps_placement_of(value: ast.expr, name: str) -> bool:
+    """``name.view(n, -1)``, ``name.float().unsqueeze(0)``: methods that keep the device, on the name itself."""
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)):
+        return False
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in PLACEMENT_KEEPING_METHODS:
+        value = value.func.value
+    return _name_of(value) == name
 
 
 def _name_of(target: ast.expr) -> Optional[str]:

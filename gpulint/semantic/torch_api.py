@@ -469,6 +469,9 @@ TQDM = frozenset({"tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm"})
 """Progress bars that yield what they wrap, as it is."""
 DEVICE_MOVES = frozenset({"to", "cuda", "cpu"})
 """Methods of tensors and modules that put them on a device the code chooses."""
+PLACEMENT_KEEPING_METHODS = DEVICE_KEEPING_TENSOR_METHODS | (LAYOUT_METHODS - DEVICE_MOVES - {"type"})
+"""Tensor methods whose result stays on the receiver's device: casts, reshapes and reductions (not
+``.type(...)``, which may name a CUDA type, nor ``type_as``, which takes another tensor's device)."""
 PARAMETER = "torch.nn.Parameter"
 """The wrapper that makes a module parameter of the tensor it is given: its storage, on its device."""
 TENSOR_STORAGE = "data"
