@@ -131,7 +131,7 @@ def _moves_inputs(model: SemanticModel) -> bool:
     for function in model.all_functions:
         if function.owner is None or function.owner.node not in model.module_classes or function.name not in FORWARD_METHODS:
             continue
-        parameters = set(function.scope.parameters)
+        parameters = set(function.scope.parameters) - {function.receiver}
         if any(
             isinstance(node, ast.Attribute) and node.attr in DEVICE_MOVES and not _to_an_inputs_device(model, node, parameters)
             for node in ast.walk(function.node)
@@ -141,8 +141,8 @@ def _moves_inputs(model: SemanticModel) -> bool:
 
 
 def _to_an_inputs_device(model: SemanticModel, method: ast.Attribute, parameters: Set[str]) -> bool:
-    """``P.to(x.device)``, ``x`` a parameter of the forward method: a move that follows an input's
-    device, which puts nothing on the GPU that the input did not bring there."""
+    """``P.to(x.device)``, ``x`` a parameter of the forward method other than ``self``: a move that
+    follows an input's device, which puts nothing on the GPU that the input did not bring there."""
     call = model.parent(method)
     if not (isinstance(call, ast.Call) and call.func is method and method.attr == "to" and len(call.args) == 1 and not call.keywords):
         return False
