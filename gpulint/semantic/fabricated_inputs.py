@@ -7,30 +7,33 @@ src_mask)``. Made without a ``device`` and never moved, those tensors are on the
 the GPU would raise on them, so the pass runs on the CPU, where its graph takes no GPU memory, and
 on no data the program was given.
 
-Every argument of the call (one at least) must be such a tensor or a constant (``is_feat=True``): a
-call of :data:`~gpulint.semantic.torch_api.CPU_FABRICATIONS` with no ``device`` or
-``requires_grad`` keyword (an input that asks for gradients is one whose graph the code wants), cast,
-reshaped or indexed (:data:`~gpulint.semantic.torch_api.PLACEMENT_KEEPING_METHODS`, a subscript), or
-``Variable(...)`` of one, or a name every binding of which is an assignment of one, which nothing
-changes in place (``x.requires_grad_()``, ``x.data = ...``) and no ``global`` or ``nonlocal``
-statement shares.
+Every argument of the call (one at least) must be such a tensor or a constant (``is_feat=True``), or
+a list or tuple of them: a call of :data:`~gpulint.semantic.torch_api.CPU_FABRICATIONS` with no
+``device`` or ``requires_grad`` keyword (an input that asks for gradients is one whose graph the
+code wants), cast, reshaped or indexed (:data:`~gpulint.semantic.torch_api.PLACEMENT_KEEPING_METHODS`,
+a subscript), ``Variable(...)`` of one, what a model returns given only such values (a model
+on the GPU would raise on them: ``encoder(x)``, ``decoder.init_state(encoder(x))`` where the
+method is its class's in the module and moves nothing), or a name every binding of which is an
+assignment of one (or of a part of one, unpacked), which nothing changes in place
+(``x.requires_grad_()``, ``x.data = ...``) and no ``global`` or ``nonlocal`` statement shares.
 
 The module must leave the CPU the factories' device and the model no way to move its inputs: it
 sets no default device (:data:`~gpulint.semantic.torch_api.DEFAULT_DEVICE_SETTERS`, ``with
 torch.device(...)``), wraps no model in ``DataParallel`` (which scatters CPU inputs onto the GPUs),
-and no ``forward`` of its model classes moves anything (``x.to(self.device)``) but to an input's
-device (``self.table.to(x.device)``, ``x`` a parameter of ``forward``).
+and no ``forward`` of its classes moves anything (``x.to(self.device)``) but to an input's
+device (``self.table.to(x.device)``, ``x`` a parameter of ``forward`` other than ``self``).
 """
 
 from __future__ import annotations
 
 import ast
-from typing import List, Optional, Set
+from typing import FrozenSet, List, Optional, Set
 
-from gpulint.semantic.model import SemanticModel
+from gpulint.semantic.model import Function, SemanticModel
+from gpulint.semantic.scopes import Binding
 from gpulint.semantic.torch_api import (
-    CPU_FABRICATIONS, DEFAULT_DEVICE_SETTERS, DEVICE_CONTEXT, DEVICE_MOVES, FORWARD_METHODS, MODULE_WRAPPERS,
-    PLACEMENT_KEEPING_METHODS, VARIABLE,
+    CPU_FABRICATIONS, DEFAULT_DEVICE_SETTERS, DEVICE_CONTEXT, DEVICE_MOVES, FORWARD_METHODS, MODE_SWITCHES,
+    MODULE_WRAPPERS, PLACEMENT_KEEPING_METHODS, VARIABLE,
 )
 
 DEVICE_KEYWORDS = frozenset({"device", "requires_grad", "pin_memory"})
@@ -44,17 +47,32 @@ MAX_DEPTH = 8
 def given_only_cpu_fabrications(model: SemanticModel, call: ast.Call) -> bool:
     """Whether the forward ``call`` is given only tensors the code makes up on the CPU (see the
     module's docstring), in a module that leaves them there."""
+    return _given_only_made_up(model, call, 0, frozenset()) and not model.derived(_moves_inputs)
+
+
+def _given_only_made_up(model: SemanticModel, call: ast.Call, depth: int, assuming: FrozenSet[Binding]) -> bool:
+    """Whether every argument of ``call`` is made up (one at least a made-up tensor)."""
     arguments = [*call.args, *(keyword.value for keyword in call.keywords)]
-    if not arguments or any(isinstance(argument, ast.Starred) for argument in arguments):
+    if not arguments or any(isinstance(argument, ast.Starred) for argument in arguments) or any(k.arg is None for k in call.keywords):
         return False
-    if not any(_fabricated(model, argument, 0) for argument in arguments):
-        return False
-    if not all(isinstance(argument, ast.Constant) or _fabricated(model, argument, 0) for argument in arguments):
-        return False
-    return not model.derived(_moves_inputs)
+    return any(_fabricated(model, argument, depth, assuming) for argument in arguments) and all(
+        _made_up(model, argument, depth, assuming) for argument in arguments
+    )
 
 
-def _fabricated(model: SemanticModel, node: ast.expr, depth: int) -> bool:
+def _made_up(model: SemanticModel, node: ast.expr, depth: int, assuming: FrozenSet[Binding]) -> bool:
+    """A constant, a made-up tensor, or a list or tuple of such values."""
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return all(_made_up(model, element, depth, assuming) for element in node.elts)
+    return _fabricated(model, node, depth, assuming)
+
+
+def _fabricated(model: SemanticModel, node: ast.expr, depth: int, assuming: FrozenSet[Binding]) -> bool:
+    """Whether ``node`` is a tensor the code makes up on the CPU, or holds one: a factory's, a
+    display holding one, a forward pass of a model given only made-up values, or a name every
+    binding of which is one (a name being followed is taken as one: ``state = decoder(x, state)``)."""
     if depth > MAX_DEPTH:
         return False
     while True:
@@ -67,19 +85,73 @@ def _fabricated(model: SemanticModel, node: ast.expr, depth: int) -> bool:
         else:
             break
     if isinstance(node, ast.Call):
-        return bool(model.resolved_names(node.func) & CPU_FABRICATIONS) and not any(
-            keyword.arg is None or keyword.arg in DEVICE_KEYWORDS for keyword in node.keywords
-        )
+        if model.resolved_names(node.func) & CPU_FABRICATIONS:
+            return not any(keyword.arg is None or keyword.arg in DEVICE_KEYWORDS for keyword in node.keywords)
+        return _a_pass_of_a_model(model, node) and _given_only_made_up(model, node, depth + 1, assuming)
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return any(_fabricated(model, element, depth, assuming) for element in node.elts) and _made_up(model, node, depth, assuming)
     if isinstance(node, ast.Name):
+        binding = model.scope_at(node).resolve(node.id)
+        if binding in assuming:
+            return True
         values = _assigned_values(model, node)
-        return bool(values) and all(_fabricated(model, value, depth + 1) for value in values)
+        return bool(values) and all(_fabricated(model, value, depth + 1, assuming | {binding}) for value in values)
     return False
 
 
+def _a_pass_of_a_model(model: SemanticModel, call: ast.Call) -> bool:
+    """``encoder(x)``, ``encoder.forward(x)``, or ``decoder.init_state(out)`` where the method is one
+    that the module's class of the model defines and that moves nothing: a call of a model, a name
+    the code switches to evaluation mode or every binding of which builds a model class of the
+    module. Given only CPU tensors, a model on the GPU would raise, so what it returns is on the CPU."""
+    func = call.func
+    receiver = func if isinstance(func, ast.Name) else func.value if isinstance(func, ast.Attribute) else None
+    if not isinstance(receiver, ast.Name) or not _a_model(model, receiver):
+        return False
+    if not isinstance(func, ast.Attribute) or func.attr in FORWARD_METHODS:
+        return True
+    classes = {_class_built(model, value) for value in _constructions(model, receiver)}
+    methods = [
+        function for function in model.all_functions
+        if function.owner is not None and function.owner.node in classes and function.name == func.attr
+    ]
+    return len(classes) == 1 and None not in classes and len(methods) == 1 and not _moves_anything(model, methods[0])
+
+
+def _a_model(model: SemanticModel, name: ast.Name) -> bool:
+    binding = model.scope_at(name).resolve(name.id)
+    for use in model.uses(binding):
+        method = model.parent(use)
+        if isinstance(use.ctx, ast.Load) and isinstance(method, ast.Attribute) and method.attr in MODE_SWITCHES:
+            return True
+    constructions = _constructions(model, name)
+    return bool(constructions) and all(_class_built(model, value) in model.module_classes for value in constructions)
+
+
+def _constructions(model: SemanticModel, name: ast.Name) -> List[ast.expr]:
+    """What each plain assignment of ``name`` assigns; empty where one binds it otherwise."""
+    binding = model.scope_at(name).resolve(name.id)
+    values = []
+    for use in model.uses(binding):
+        if isinstance(use.ctx, ast.Load):
+            continue
+        statement = model.parent(use)
+        if not (isinstance(statement, ast.Assign) and statement.targets == [use]):
+            return []
+        values.append(statement.value)
+    return values
+
+
+def _class_built(model: SemanticModel, value: ast.expr) -> Optional[ast.ClassDef]:
+    """The class of the module that ``value`` builds (``Seq2SeqDecoder(...)``), else None."""
+    return model.defined_class(value.func) if isinstance(value, ast.Call) else None
+
+
 def _assigned_values(model: SemanticModel, name: ast.Name) -> List[ast.expr]:
-    """What each binding of ``name`` assigns (element by element from a tuple of values); empty
-    where one binds it otherwise (a loop, any other unpacking, ``+=``, an import), where the scope
-    shares it (``global``), or where code changes it in place or sets an attribute of it."""
+    """What each binding of ``name`` assigns (element by element from a tuple of values, or the
+    value an unpacking takes a part of); empty where one binds it otherwise (a loop, ``+=``, an
+    import), where the scope shares it (``global``), or where code changes it in place or sets an
+    attribute of it."""
     binding = model.scope_at(name).resolve(name.id)
     scope = binding.scope
     if binding.name in scope.globals | scope.nonlocals or binding.name in scope.parameters or model.bound_otherwise(binding):
@@ -104,10 +176,13 @@ def _assigned_values(model: SemanticModel, name: ast.Name) -> List[ast.expr]:
 
 def _element_assigned(model: SemanticModel, target: ast.Tuple, name: ast.Name) -> Optional[ast.expr]:
     """The value a tuple assignment gives ``name`` element by element (``n, lens = 2,
-    torch.tensor([3, 2])``); None for any other unpacking."""
+    torch.tensor([3, 2])``), or the value it unpacks, of which ``name`` gets a part (``output, state
+    = encoder(x)``); None for a loop's or a ``with`` statement's target."""
     statement = model.parent(target)
-    if not (isinstance(statement, ast.Assign) and statement.targets == [target] and isinstance(statement.value, ast.Tuple)):
+    if not (isinstance(statement, ast.Assign) and statement.targets == [target]):
         return None
+    if not isinstance(statement.value, ast.Tuple):
+        return statement.value
     elements = statement.value.elts
     if len(elements) != len(target.elts) or any(isinstance(node, ast.Starred) for node in [*elements, *target.elts]):
         return None
@@ -116,7 +191,7 @@ def _element_assigned(model: SemanticModel, target: ast.Tuple, name: ast.Name) -
 
 def _moves_inputs(model: SemanticModel) -> bool:
     """Whether the module may put a made-up tensor, or a forward pass's input, on the GPU: it sets a
-    default device, wraps a model in ``DataParallel``, or a forward method of its model classes
+    default device, wraps a model in ``DataParallel``, or a forward method of its classes
     moves something."""
     if model.spells(WRAPPER_SPELLINGS):
         return True
@@ -129,15 +204,20 @@ def _moves_inputs(model: SemanticModel) -> bool:
             if isinstance(expression, ast.Call) and DEVICE_CONTEXT in model.resolved_names(expression.func):
                 return True
     for function in model.all_functions:
-        if function.owner is None or function.owner.node not in model.module_classes or function.name not in FORWARD_METHODS:
+        if function.owner is None or function.name not in FORWARD_METHODS:
             continue
-        parameters = set(function.scope.parameters) - {function.receiver}
-        if any(
-            isinstance(node, ast.Attribute) and node.attr in DEVICE_MOVES and not _to_an_inputs_device(model, node, parameters)
-            for node in ast.walk(function.node)
-        ):
+        if _moves_anything(model, function):
             return True
     return False
+
+
+def _moves_anything(model: SemanticModel, function: Function) -> bool:
+    """Whether a method moves anything (``x.to(self.device)``, ``.cuda()``) but to an input's device."""
+    parameters = set(function.scope.parameters) - {function.receiver}
+    return any(
+        isinstance(node, ast.Attribute) and node.attr in DEVICE_MOVES and not _to_an_inputs_device(model, node, parameters)
+        for node in ast.walk(function.node)
+    )
 
 
 def _to_an_inputs_device(model: SemanticModel, method: ast.Attribute, parameters: Set[str]) -> bool:
