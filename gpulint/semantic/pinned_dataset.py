@@ -1,7 +1,8 @@
 """Data that a dataset loads and a pinning data loader serves: it holds no device tensors.
 
 ``self.datas = torch.load(datas_dir)`` in a map-style dataset (a class that defines
-``__getitem__``), where the module builds that class and serves datasets through
+``__getitem__``), or ``mel = torch.load(path)`` in its ``__getitem__`` when the item it returns is
+made from ``mel``, where the module builds that class and serves datasets through
 ``DataLoader(..., pin_memory=True)``: pinning copies each batch into page-locked host memory and
 raises on a CUDA tensor (only dense CPU tensors can be pinned), so the program runs only where the
 loaded data is on the CPU. Where the load puts it is moot: the file holds CPU tensors, or the run
@@ -11,7 +12,7 @@ fails whatever ``map_location`` says.
 from __future__ import annotations
 
 import ast
-from typing import Optional
+from typing import Iterator, Optional, Set
 
 from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.torch_api import DATA_LOADER
@@ -22,7 +23,8 @@ ITEM_METHOD = "__getitem__"
 
 def served_by_a_pinning_loader(model: SemanticModel, call: ast.Call) -> bool:
     """Whether ``call`` is bound to an attribute of the instance in a method of a map-style dataset
-    class the module builds, in a module that serves datasets through a pinning ``DataLoader``."""
+    class the module builds, or to a name in its ``__getitem__`` from which the item it returns is
+    made, in a module that serves datasets through a pinning ``DataLoader``."""
     statement = model.parent(call)
     if not (isinstance(statement, ast.Assign) and statement.value is call and len(statement.targets) == 1):
         return False
@@ -30,13 +32,46 @@ def served_by_a_pinning_loader(model: SemanticModel, call: ast.Call) -> bool:
     method = model.innermost_function(statement)
     if method is None or method.owner is None or method.node is not _holding_function(model, statement):
         return False
-    if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == method.receiver):
+    kept = isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == method.receiver
+    if not kept and not (method.name == ITEM_METHOD and isinstance(target, ast.Name) and _returned_from(method.node, target.id)):
         return False
     dataset = method.owner.node
     if ITEM_METHOD not in method.owner.methods:
         return False
     built = any(model.defined_class(node.func) is dataset for node in model.nodes(ast.Call))
     return built and any(_pins(model, node) for node in model.nodes(ast.Call))
+
+
+def _returned_from(function: ast.AST, name: str) -> bool:
+    """Whether a ``return`` of ``function`` (its own, not a nested ``def``'s) gives back a value made
+    from ``name``: the name itself, or a name assigned from an expression that reads one such
+    (``mel = torch.FloatTensor(mel[start:end])``, then ``return mel, speaker``)."""
+    own = list(_own_nodes(function))
+    made = {name}
+    changed = True
+    while changed:
+        changed = False
+        for node in own:
+            if isinstance(node, ast.Assign) and _reads_any(node.value, made):
+                for bound in (t.id for target in node.targets for t in ast.walk(target) if isinstance(t, ast.Name)):
+                    if bound not in made:
+                        made.add(bound)
+                        changed = True
+    return any(isinstance(node, ast.Return) and node.value is not None and _reads_any(node.value, made) for node in own)
+
+
+def _reads_any(expression: ast.expr, names: Set[str]) -> bool:
+    return any(isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in names for node in ast.walk(expression))
+
+
+def _own_nodes(function: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of ``function``'s body, not entering nested functions, lambdas or classes."""
+    stack = list(ast.iter_child_nodes(function))
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))
 
 
 def _holding_function(model: SemanticModel, statement: ast.stmt) -> Optional[ast.AST]:

@@ -1,4 +1,5 @@
-"""Loads that restore, in one branch of an ``if``, what the other branch builds and puts on the GPU.
+"""Loads that restore, in one branch of an ``if``, what the other branch builds and puts on the GPU
+or saves.
 
 A script that resumes training builds its models and optimizers in one branch and moves the models
 to the GPU there (``Gz = Encoder(...)``, then ``Gz = Gz.cuda()`` under ``if args.cuda:``), and in
@@ -11,7 +12,10 @@ A load counts where it is a whole statement of a branch binding a plain name (``
 torch.load(...)``) that its own branch never moves (``name.cuda()``, ``name.to(device)``,
 ``name.cpu()``: there the code places the restored model itself), and the other branch of the
 same ``if`` moves that name to the GPU (``name = name.cuda()``, ``name.to("cuda")``, at any depth of
-that branch; a move to a ``device`` the code names may be a move to the CPU, and does not count). The other whole loads of
+that branch; a move to a ``device`` the code names may be a move to the CPU, and does not count), or
+saves it whole to the path the load reads, spelt the same (``torch.save(model, "gru.pt")`` after
+training it, beside ``model = torch.load("gru.pt")``): the load gives back what that branch leaves,
+where it left it. The other whole loads of
 the same branch that bind a name the other branch also binds (the optimizers built over the moved
 models) are part of the same restore, when one load of the branch counts by itself.
 """
@@ -22,6 +26,7 @@ import ast
 from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
 from gpulint.semantic.model import SemanticModel
+from gpulint.semantic.read_back import SAVE
 from gpulint.semantic.run_as_loaded import moved_to_the_gpu
 from gpulint.semantic.torch_api import DEVICE_MOVES
 
@@ -38,7 +43,7 @@ def restores_what_the_other_branch_places(model: SemanticModel, call: ast.Call, 
     name, own, other = found
     if _moved(own, name, to_gpu_only=False):
         return False
-    if _moved(other, name, to_gpu_only=True):
+    if _moved(other, name, to_gpu_only=True) or _saved_whole(model, other, name, call):
         return True
     if name not in _bound_names(other):
         return False
@@ -81,6 +86,18 @@ def _bound_names(branch: Sequence[ast.stmt]) -> List[str]:
         node.id for statement in branch for node in ast.walk(statement)
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
     ]
+
+
+def _saved_whole(model: SemanticModel, branch: Sequence[ast.stmt], name: str, load: ast.Call) -> bool:
+    """``torch.save(name, path)`` somewhere in ``branch``, ``path`` spelt as the load's own path."""
+    if not load.args:
+        return False
+    path = ast.dump(load.args[0])
+    return any(
+        isinstance(node, ast.Call) and SAVE in model.resolved_names(node.func) and len(node.args) >= 2
+        and isinstance(node.args[0], ast.Name) and node.args[0].id == name and ast.dump(node.args[1]) == path
+        for statement in branch for node in ast.walk(statement)
+    )
 
 
 def _moved(branch: Sequence[ast.stmt], name: str, to_gpu_only: bool) -> bool:
