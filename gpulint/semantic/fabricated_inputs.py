@@ -130,16 +130,7 @@ def _a_model(model: SemanticModel, name: ast.Name) -> bool:
 
 def _constructions(model: SemanticModel, name: ast.Name) -> List[ast.expr]:
     """What each plain assignment of ``name`` assigns; empty where one binds it otherwise."""
-    binding = model.scope_at(name).resolve(name.id)
-    values = []
-    for use in model.uses(binding):
-        if isinstance(use.ctx, ast.Load):
-            continue
-        statement = model.parent(use)
-        if not (isinstance(statement, ast.Assign) and statement.targets == [use]):
-            return []
-        values.append(statement.value)
-    return values
+    return model.plain_assignments(model.scope_at(name).resolve(name.id)) or []
 
 
 def _class_built(model: SemanticModel, value: ast.expr) -> Optional[ast.ClassDef]:

@@ -188,6 +188,21 @@ class SemanticModel(Survey):
             return Place(Binding(method.owner.scope, "self"), "." + rest if rest else "")
         return Place(binding, "." + rest if rest else "")
 
+    def plain_assignments(self, binding: Binding) -> Optional[List[ast.expr]]:
+        """What each store of ``binding`` assigns, where every one is a plain assignment to the name
+        alone (``name = value``); None where one binds it otherwise (a loop, ``with``, an unpacking,
+        ``+=``, a ``del``). Bindings made without a ``Name`` node (a parameter, an import, a ``def``)
+        are not stores: callers that care check them."""
+        values = []
+        for use in self.uses(binding):
+            if isinstance(use.ctx, ast.Load):
+                continue
+            statement = self.parent(use)
+            if not (isinstance(statement, ast.Assign) and statement.targets == [use]):
+                return None
+            values.append(statement.value)
+        return values
+
     def assigned_name(self, value: ast.expr) -> Optional[Tuple[ast.Name, Place]]:
         """The plain name, and its place, that ``name = value`` binds, where ``value`` is the whole
         right-hand side of an assignment to that one target; None for any other use of ``value``."""

@@ -793,15 +793,8 @@ class _Evaluator:
             raise _Unknown
         if scope.is_class or self.model.imports.star_modules or _rebinds_names_unseen(self.model):
             raise _Unknown  # a class body reads the module's name until it binds its own; names rebound unseen
-        values: List[ast.expr] = []
-        for use in self.model.uses(binding):
-            if isinstance(use.ctx, ast.Load):
-                continue
-            statement = self.model.parent(use)
-            if not (isinstance(statement, ast.Assign) and statement.targets == [use]):
-                raise _Unknown
-            if not _reshaped_in_place(statement.value, name.id):
-                values.append(statement.value)
+        assigned = self.model.plain_assignments(binding)
+        values = [value for value in assigned or [] if not _reshaped_in_place(value, name.id)]
         if not values:
             raise _Unknown
         return values

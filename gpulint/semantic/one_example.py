@@ -182,15 +182,7 @@ def _assigned(model: SemanticModel, function: Function, name: ast.Name) -> Optio
     binding = model.scope_at(name).resolve(name.id)
     if binding.scope is not function.scope or name.id in function.scope.parameters:
         return None
-    values = []
-    for use in model.uses(binding):
-        if isinstance(use.ctx, ast.Load):
-            continue
-        statement = model.parent(use)
-        if not (isinstance(statement, ast.Assign) and statement.targets == [use]):
-            return None
-        values.append(statement.value)
-    return values or None
+    return model.plain_assignments(binding) or None
 
 
 def _id_tensor(model: SemanticModel, function: Function, node: ast.expr, depth: int) -> bool:
