@@ -12,9 +12,10 @@ fails whatever ``map_location`` says.
 from __future__ import annotations
 
 import ast
-from typing import Iterator, Optional, Set
+from typing import Optional, Set
 
-from gpulint.semantic.model import SemanticModel
+from gpulint.semantic.model import FunctionNode, SemanticModel
+from gpulint.semantic.survey import own_nodes
 from gpulint.semantic.torch_api import DATA_LOADER
 
 ITEM_METHOD = "__getitem__"
@@ -42,11 +43,11 @@ def served_by_a_pinning_loader(model: SemanticModel, call: ast.Call) -> bool:
     return built and any(_pins(model, node) for node in model.nodes(ast.Call))
 
 
-def _returned_from(function: ast.AST, name: str) -> bool:
+def _returned_from(function: FunctionNode, name: str) -> bool:
     """Whether a ``return`` of ``function`` (its own, not a nested ``def``'s) gives back a value made
     from ``name``: the name itself, or a name assigned from an expression that reads one such
     (``mel = torch.FloatTensor(mel[start:end])``, then ``return mel, speaker``)."""
-    own = list(_own_nodes(function))
+    own = list(own_nodes(function.body))
     made = {name}
     changed = True
     while changed:
@@ -62,16 +63,6 @@ def _returned_from(function: ast.AST, name: str) -> bool:
 
 def _reads_any(expression: ast.expr, names: Set[str]) -> bool:
     return any(isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in names for node in ast.walk(expression))
-
-
-def _own_nodes(function: ast.AST) -> Iterator[ast.AST]:
-    """The nodes of ``function``'s body, not entering nested functions, lambdas or classes."""
-    stack = list(ast.iter_child_nodes(function))
-    while stack:
-        node = stack.pop()
-        yield node
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            stack.extend(ast.iter_child_nodes(node))
 
 
 def _holding_function(model: SemanticModel, statement: ast.stmt) -> Optional[ast.AST]:

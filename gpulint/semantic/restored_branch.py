@@ -26,7 +26,7 @@ import ast
 from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
 from gpulint.semantic.model import SemanticModel
-from gpulint.semantic.read_back import SAVE
+from gpulint.semantic.read_back import ReadBack, loaded_path
 from gpulint.semantic.run_as_loaded import moved_to_the_gpu
 from gpulint.semantic.torch_api import DEVICE_MOVES
 
@@ -89,14 +89,15 @@ def _bound_names(branch: Sequence[ast.stmt]) -> List[str]:
 
 
 def _saved_whole(model: SemanticModel, branch: Sequence[ast.stmt], name: str, load: ast.Call) -> bool:
-    """``torch.save(name, path)`` somewhere in ``branch``, ``path`` spelt as the load's own path."""
-    if not load.args:
-        return False
-    path = ast.dump(load.args[0])
-    return any(
-        isinstance(node, ast.Call) and SAVE in model.resolved_names(node.func) and len(node.args) >= 2
-        and isinstance(node.args[0], ast.Name) and node.args[0].id == name and ast.dump(node.args[1]) == path
-        for statement in branch for node in ast.walk(statement)
+    """``torch.save(name, path)`` somewhere in ``branch``, ``path`` the load's own path
+    (:meth:`~gpulint.semantic.read_back.ReadBack.same_path`)."""
+    read_back = model.derived(ReadBack)
+    loaded = loaded_path(load)
+    in_branch = {id(node) for statement in branch for node in ast.walk(statement)}
+    return loaded is not None and any(
+        id(call) in in_branch and isinstance(value, ast.Name) and value.id == name
+        and read_back.same_path(saved, read_back.path_of(loaded))
+        for call, value, saved in read_back.saves
     )
 
 
