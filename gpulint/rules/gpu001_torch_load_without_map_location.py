@@ -53,6 +53,9 @@ NON_TENSOR_PAYLOADS = frozenset({"scheduler", "schedulers", "scaler", "rng"})
 """Words naming what a checkpoint file may hold that has no device tensors (scheduler, GradScaler
 and RNG states), as whole words of a name or string: ``SCHEDULER_NAME``, ``"rng_state.pth"``,
 never ``upscaler``."""
+IN_MEMORY_FILES = frozenset({"io.BytesIO"})
+"""File objects over bytes the running program holds: a load from one deserializes what the program
+itself serialized (a copy, a transfer between processes, a graph exported with its objects)."""
 OLD_MAC_LINE_BREAK = re.compile(r"\r(?!\n)")
 WORD = re.compile(r"[A-Z0-9]+(?![a-z])|[A-Z]?[a-z0-9]+")
 
@@ -125,11 +128,33 @@ class TorchLoadWithoutMapLocation(Rule):
             return NoFix(ATTACHED_WHERE_PLACED)
         if model.mentions_accelerator and unmoved_script_module(model, call):
             return NoFix(UNMOVED_SCRIPT_MODULE)
+        if _reads_memory(model, call):
+            return NoFix(READ_FROM_MEMORY)
         if use.importable is not None:
             note = f"`{use.importable}` is bound at module level, where another module may import it and use it on the GPU"
         else:
             note = "the loaded value is used other than as a state dict, so the device its tensors are on may matter"
         return cls.make_fix(Applicability.UNSAFE, [edit], note=note)
+
+
+def _reads_memory(model: SemanticModel, call: ast.Call) -> bool:
+    """Whether the load reads an in-memory file (:data:`IN_MEMORY_FILES`): made in the call
+    (``torch.load(io.BytesIO(data))``), or a name every binding of which assigns one (``buffer =
+    io.BytesIO(payload)``; a parameter, a loop target or an import may be anything)."""
+    loaded = loaded_path(call)
+    if loaded is None:
+        return False
+    if isinstance(loaded, ast.Name):
+        binding = model.scope_at(loaded).resolve(loaded.id)
+        values = model.plain_assignments(binding)
+        if not values or binding.name in binding.scope.parameters or model.bound_otherwise(binding):
+            return False
+        return all(_makes_a_file_in_memory(model, value) for value in values)
+    return _makes_a_file_in_memory(model, loaded)
+
+
+def _makes_a_file_in_memory(model: SemanticModel, value: ast.expr) -> bool:
+    return isinstance(value, ast.Call) and bool(model.resolved_names(value.func)) and model.resolved_names(value.func) <= IN_MEMORY_FILES
 
 
 def _returned_whole(model: SemanticModel, call: ast.Call) -> bool:
@@ -206,6 +231,12 @@ RETURNED_WHOLE = (
     "read (a whole model restored onto the GPU would meet GPU inputs)"
 )
 """Why there is no fix for ``return torch.load(path)``."""
+
+READ_FROM_MEMORY = (
+    "it reads bytes the program holds in memory, which it serialized from live objects (a copy, a "
+    "transfer between processes) and may rely on coming back to the devices they were on"
+)
+"""Why there is no fix for a load from an in-memory file."""
 
 OPTIMIZER_RESTORED = (
     "the load restores a whole optimizer the code goes on stepping: its state must stay on the device "
