@@ -154,7 +154,9 @@ def _reads_memory(model: SemanticModel, call: ast.Call) -> bool:
 
 
 def _makes_a_file_in_memory(model: SemanticModel, value: ast.expr) -> bool:
-    return isinstance(value, ast.Call) and bool(model.resolved_names(value.func)) and model.resolved_names(value.func) <= IN_MEMORY_FILES
+    """Whether ``value`` calls what can only be one of :data:`IN_MEMORY_FILES`."""
+    names = model.resolved_names(value.func) if isinstance(value, ast.Call) else frozenset()
+    return bool(names) and names <= IN_MEMORY_FILES
 
 
 def _returned_whole(model: SemanticModel, call: ast.Call) -> bool:
