@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple, Union
 
 import libcst as cst
@@ -217,7 +218,7 @@ class ScopeAnalysis:
 
         return dataflow.solve_forward_may(self.graph, transfer)[step]
 
-    @property
+    @functools.cached_property
     def criteria(self) -> FrozenSet[str]:
         """Names bound to loss modules or functions (``criterion = nn.CrossEntropyLoss()``)."""
         found: Set[str] = set()
