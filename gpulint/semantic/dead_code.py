@@ -1,11 +1,14 @@
 """Code that never runs, as the code itself says: the body of an ``if`` whose test is a false
-constant (``if False:``, ``if 0:``), or a name or attribute that the statement just before the
-``if`` sets to one inside a function or class (``self.use_extra = False`` then
-``if self.use_extra:``, a feature switched off in place). Nothing runs between that assignment and
-the test, so the body is skipped every time.
+constant (``if False:``, ``if 0:``) or an ``and`` with one (``if resume and False:``), or a name or
+attribute that the statement just before the ``if`` sets to one inside a function or class
+(``self.use_extra = False`` then ``if self.use_extra:``, a feature switched off in place). Nothing
+runs between that assignment and the test, so the body is skipped every time. Also a statement
+that follows a ``return``, ``raise``, ``continue`` or ``break`` in the same block of a function or
+loop (a test switched off by an early ``return``).
 
 A switch set at the top level of a module or notebook cell (``load_model = False`` above the branch
-that resumes training) is a setting the user edits before a run, not code that never runs.
+that resumes training) is a setting the user edits before a run, not code that never runs; so is a
+``raise`` at the top level (a notebook's later cells still run when the user runs them).
 """
 
 from __future__ import annotations
@@ -16,20 +19,36 @@ from typing import Optional
 from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.survey import ast_dotted_name
 
+JUMPS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+"""Statements after which nothing more of their block runs."""
 
 
 def never_runs(model: SemanticModel, node: ast.AST) -> bool:
-    """Whether ``node`` lies in the body of an ``if`` that the code shows is always skipped."""
+    """Whether ``node`` lies in the body of an ``if`` that the code shows is always skipped, or
+    after a jump in a block of a function or loop."""
     child, ancestor = node, model.parent(node)
     while ancestor is not None:
         if isinstance(ancestor, ast.If) and any(part is child for part in ancestor.body) and _always_false(model, ancestor):
+            return True
+        if isinstance(child, ast.stmt) and not isinstance(ancestor, ast.Module) and _after_a_jump(model, child):
             return True
         child, ancestor = ancestor, model.parent(ancestor)
     return False
 
 
+def _after_a_jump(model: SemanticModel, statement: ast.stmt) -> bool:
+    """Whether a ``return``, ``raise``, ``continue`` or ``break`` comes before ``statement`` in its block."""
+    for earlier in model.block_of(statement) or []:
+        if earlier is statement:
+            return False
+        if isinstance(earlier, JUMPS):
+            return True
+    return False
+
+
 def _always_false(model: SemanticModel, statement: ast.If) -> bool:
-    if _false_constant(statement.test):
+    test = statement.test
+    if _false_constant(test) or (isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) and any(map(_false_constant, test.values))):
         return True
     tested = ast_dotted_name(statement.test)
     previous = _previous_statement(model, statement)
