@@ -103,9 +103,11 @@ class ReadBack:
         return None, None
 
     def _scripted(self, node: ast.expr) -> bool:
-        """Whether ``node`` is a name every binding of which is a TorchScript module the code makes
-        (``torch.jit.trace(...)``, ``torch.jit.script(...)``, also followed by ``.to(device)`` or
-        ``.eval()``)."""
+        """Whether ``node`` is a TorchScript module the code makes (``torch.jit.trace(...)``,
+        ``torch.jit.script(...)``, also followed by ``.to(device)`` or ``.eval()``): made in place,
+        or a name every binding of which makes one."""
+        if isinstance(node, ast.Call):
+            return self._makes_a_script(node)
         if not isinstance(node, ast.Name):
             return False
         binding = self.model.scope_at(node).resolve(node.id)
@@ -114,14 +116,15 @@ class ReadBack:
             return False
         for store in stores:
             statement = self.model.parent(store)
-            if not (isinstance(statement, ast.Assign) and statement.targets == [store]):
-                return False
-            value = statement.value
-            while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in MODULE_RETURNING_METHODS:
-                value = value.func.value
-            if not (isinstance(value, ast.Call) and self.model.resolved_names(value.func) and self.model.resolved_names(value.func) <= SCRIPT_MAKERS):
+            if not (isinstance(statement, ast.Assign) and statement.targets == [store] and self._makes_a_script(statement.value)):
                 return False
         return True
+
+    def _makes_a_script(self, value: ast.expr) -> bool:
+        while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in MODULE_RETURNING_METHODS:
+            value = value.func.value
+        names = self.model.resolved_names(value.func) if isinstance(value, ast.Call) else set()
+        return bool(names) and names <= SCRIPT_MAKERS
 
     def reads_back(self, call: ast.Call, loaded: ast.expr) -> bool:
         """Whether ``call``, loading ``loaded``, reads a cache or a live object the module writes."""
