@@ -27,6 +27,7 @@ from gpulint.semantic.fabricated_inputs import given_only_cpu_fabrications
 from gpulint.semantic.forward_values import hands_on, keeps_nothing_from
 from gpulint.semantic.history import AutogradHistory
 from gpulint.semantic.model import Function, SemanticModel
+from gpulint.semantic.called_back import called_back_without_grad
 from gpulint.semantic.project_callers import called_only_without_grad
 from gpulint.semantic.project_modules import project_modules
 from gpulint.semantic.one_example import keeps_activations, registers_hooks, runs_one_example
@@ -124,7 +125,7 @@ class InferenceWithoutNoGrad(Rule):
         optimizer ``step``), nor in a function whose result a backward pass may start from, nor in
         a model's own ``forward`` (what its callers may backpropagate), nor in a function that
         always runs with gradients off, nor in one that runs its model once on one example it makes
-        of Python data and lets nothing of it out (:func:`runs_one_example`), nor in one only handed to other code to call back, nor on a frozen model, nor on a model the module builds in
+        of Python data and lets nothing of it out (:func:`runs_one_example`), nor in one only handed to other code to call back, nor in one a factory makes that the code calls back only with gradients off (:func:`~gpulint.semantic.called_back.called_back_without_grad`), nor on a frozen model, nor on a model the module builds in
         a module that never puts anything on an accelerator (its graph takes host memory, not the
         GPU's). In an inference-only program (``program``: a notebook, or a file with an
         ``if __name__ == "__main__":`` block or whose module-level code parses the command line;
@@ -154,7 +155,7 @@ class InferenceWithoutNoGrad(Rule):
             ]
             if not calls or (scope.function is not None and (
                 scope.function in model.runs_without_grad or _forward_of_a_model(model, scope.function)
-                or _only_handed_over(model, scope.function)
+                or _only_handed_over(model, scope.function) or called_back_without_grad(model, scope.function)
                 or scope.function in model.derived(backpropagated_functions)
                 or runs_one_example(model, scope.function, calls)
             )):

@@ -668,6 +668,10 @@ class SemanticModel(Survey):
                     return False
         return False
 
+    def may_switch_grad_on_in(self, root: ast.AST) -> bool:
+        """Whether anything in ``root`` may switch gradients on (:meth:`_may_switch_grad_on`)."""
+        return any(self._may_switch_grad_on(node) for node in ast.walk(root) if isinstance(node, (ast.Call, ast.Attribute, ast.Name)))
+
     def _may_switch_grad_on(self, node: ast.AST) -> bool:
         """``enable_grad`` in any form (a call, a decorator, an alias), or ``set_grad_enabled`` called
         with anything but ``False``."""
