@@ -17,7 +17,11 @@ that only calls its parameter, called with gradients off. A read in the body of 
 function never rebinds) runs only in the calls of its function that may pass a true ``flag``; those
 calls must all be made with gradients off, and every other use of the function's name must be one
 of its calls. A function that may switch gradients on again, anywhere along the way, decides
-nothing.
+nothing; nor does a call that may run later than where it is written (in a lambda, a generator
+expression, a generator function: grad mode is the caller's when it runs, and another thread's
+is its own), a decorated closure or function, a method Python calls implicitly (``__call__``,
+``forward``), or a module whose methods reach their object's attributes by computed names
+(``getattr(self, name)``).
 """
 
 from __future__ import annotations
@@ -28,12 +32,17 @@ from typing import List, Optional, Union
 from gpulint.semantic.model import Function, SemanticModel
 from gpulint.semantic.scopes import Binding
 
+REFLECTION = frozenset({"getattr", "vars", "setattr"})
+"""Builtins that reach attributes by computed names."""
+
 
 def called_back_without_grad(model: SemanticModel, function: Function) -> bool:
     """Whether ``function`` is made by a factory and every call back of it runs with gradients off."""
     model.call_sites  # resolves every function's calls
     factory = model.function_of_scope(function.scope.parent) if function.scope.parent is not None else None
-    if factory is None or function.calls or not factory.calls or not _only_returned(model, function, factory) or not _called_only(model, factory):
+    if factory is None or function.calls or not factory.calls or function.node.decorator_list or _reflective(model):
+        return False
+    if model.may_switch_grad_on_in(function.node) or not _only_returned(model, function, factory) or not _called_only(model, factory):
         return False
     for site in factory.calls:
         statement = model.parent(site.node)
@@ -50,7 +59,9 @@ def _only_returned(model: SemanticModel, function: Function, factory: Function) 
     binding = factory.scope.resolve(function.name)
     reads = [use for use in model.uses(binding) if isinstance(use.ctx, ast.Load)]
     returns = [node for node in ast.walk(factory.node) if isinstance(node, ast.Return) and model.innermost_function(node) is factory]
-    return bool(reads) and all(isinstance(model.parent(read), ast.Return) for read in reads) and all(
+    return bool(reads) and all(
+        isinstance(model.parent(read), ast.Return) and model.innermost_function(read) is factory for read in reads
+    ) and all(
         isinstance(node.value, ast.Name) and node.value in reads for node in returns
     )
 
@@ -92,7 +103,7 @@ def _read_runs_without_grad(model: SemanticModel, read: ast.expr) -> bool:
     if isinstance(parent, ast.Call) and read in parent.args:
         callee = model.callee(parent)
         index = parent.args.index(read)
-        if callee is None or callee.owner is not None or index >= len(callee.node.args.args):
+        if callee is None or callee.owner is not None or callee.node.args.posonlyargs or _defers(callee) or index >= len(callee.node.args.args):
             return False
         calls = _only_called(model, callee.scope.resolve(callee.node.args.args[index].arg))
         return calls is not None and not model.may_switch_grad_on_in(callee.node) and _without_grad(model, parent, [parent])
@@ -116,10 +127,62 @@ def _without_grad(model: SemanticModel, read: ast.expr, calls: List[ast.Call]) -
     """Whether ``calls``, made where ``read`` is, run with gradients off: each at a grad-off place,
     or all of them in a function that switches nothing on, where ``read`` runs only in calls of
     that function made with gradients off (:func:`_flagged_off`)."""
-    if all(model.gradients_off_at(call.lineno, call.col_offset) for call in calls):
+    if any(_deferred(model, call) for call in calls):
+        return False
+    if all(_off_at(model, call) for call in calls):
         return True
     holder = model.innermost_function(read)
     return holder is not None and not model.may_switch_grad_on_in(holder.node) and _flagged_off(model, holder, read)
+
+
+def _off_at(model: SemanticModel, call: ast.Call) -> bool:
+    line, column = model.span(call)[:2]
+    return model.gradients_off_at(line, column)
+
+
+def _deferred(model: SemanticModel, call: ast.Call) -> bool:
+    """Whether ``call`` may run later than where it is written: in a lambda, a generator
+    expression or a generator function."""
+    ancestor = model.parent(call)
+    while ancestor is not None and not isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
+        if isinstance(ancestor, (ast.Lambda, ast.GeneratorExp)):
+            return True
+        ancestor = model.parent(ancestor)
+    holder = model.innermost_function(call)
+    return holder is not None and _defers(holder)
+
+
+def _defers(function: Function) -> bool:
+    """A generator function, an ``async`` one, or one a decorator may change."""
+    return isinstance(function.node, ast.AsyncFunctionDef) or bool(function.node.decorator_list) or any(
+        isinstance(node, (ast.Yield, ast.YieldFrom)) for node in _own_nodes(function.node)
+    )
+
+
+def _own_nodes(function: ast.AST) -> List[ast.AST]:
+    """The nodes of a function's body, not those of functions, lambdas or classes nested in it."""
+    found: List[ast.AST] = []
+    pending = list(ast.iter_child_nodes(function))
+    while pending:
+        node = pending.pop()
+        found.append(node)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            pending.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def _reflective(model: SemanticModel) -> bool:
+    """Whether a method reaches its object's attributes by computed names (``getattr(self, name)``,
+    ``vars(self)``, ``self.__dict__``), which no read of an attribute shows."""
+    for call in model.nodes(ast.Call):
+        if isinstance(call.func, ast.Name) and call.func.id in REFLECTION and call.args and _of_self(model, call.args[0]):
+            return True
+    return any(attribute.attr == "__dict__" and _of_self(model, attribute.value) for attribute in model.nodes(ast.Attribute))
+
+
+def _of_self(model: SemanticModel, node: ast.expr) -> bool:
+    place = model.place(node)
+    return place is not None and place.binding.name == "self" and place.binding.scope.is_class
 
 
 def _flagged_off(model: SemanticModel, holder: Function, read: ast.expr) -> bool:
@@ -127,7 +190,9 @@ def _flagged_off(model: SemanticModel, holder: Function, read: ast.expr) -> bool
     rebinds), every use of ``holder``'s name is one of its calls, and each call that may pass a true
     ``flag`` runs with gradients off."""
     flag = _guarding_flag(model, holder, read)
-    if flag is None or not holder.calls or not _called_only(model, holder):
+    if flag is None or not holder.calls or not _called_only(model, holder) or _defers(holder) or holder.node.args.posonlyargs:
+        return False
+    if holder.name == "forward" or (holder.name.startswith("__") and holder.name.endswith("__")):
         return False
     parameters = holder.node.args.args
     index = next((number for number, parameter in enumerate(parameters) if parameter.arg == flag), -1)
@@ -135,7 +200,7 @@ def _flagged_off(model: SemanticModel, holder: Function, read: ast.expr) -> bool
         return False
     defaults = holder.node.args.defaults
     default = defaults[index - (len(parameters) - len(defaults))] if index >= len(parameters) - len(defaults) else None
-    offset = 1 if holder.receiver is not None else 0
+    offset = 1 if holder.owner is not None else 0
     for site in holder.calls:
         passed = next((keyword.value for keyword in site.node.keywords if keyword.arg == flag), None)
         if passed is None and 0 <= index - offset < len(site.node.args):
@@ -145,7 +210,7 @@ def _flagged_off(model: SemanticModel, holder: Function, read: ast.expr) -> bool
         value = passed if passed is not None else default
         if value is not None and _false(value):
             continue
-        if not model.gradients_off_at(site.node.lineno, site.node.col_offset):
+        if _deferred(model, site.node) or not _off_at(model, site.node):
             return False
     return True
 
