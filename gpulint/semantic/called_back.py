@@ -31,6 +31,7 @@ from typing import List, Optional, Union
 
 from gpulint.semantic.model import Function, SemanticModel
 from gpulint.semantic.scopes import Binding
+from gpulint.semantic.survey import own_nodes
 
 REFLECTION = frozenset({"getattr", "vars", "setattr"})
 """Builtins that reach attributes by computed names."""
@@ -155,20 +156,8 @@ def _deferred(model: SemanticModel, call: ast.Call) -> bool:
 def _defers(function: Function) -> bool:
     """A generator function, an ``async`` one, or one a decorator may change."""
     return isinstance(function.node, ast.AsyncFunctionDef) or bool(function.node.decorator_list) or any(
-        isinstance(node, (ast.Yield, ast.YieldFrom)) for node in _own_nodes(function.node)
+        isinstance(node, (ast.Yield, ast.YieldFrom)) for node in own_nodes(function.node.body)
     )
-
-
-def _own_nodes(function: ast.AST) -> List[ast.AST]:
-    """The nodes of a function's body, not those of functions, lambdas or classes nested in it."""
-    found: List[ast.AST] = []
-    pending = list(ast.iter_child_nodes(function))
-    while pending:
-        node = pending.pop()
-        found.append(node)
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            pending.extend(ast.iter_child_nodes(node))
-    return found
 
 
 def _reflective(model: SemanticModel) -> bool:
