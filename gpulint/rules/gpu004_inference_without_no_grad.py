@@ -25,9 +25,9 @@ from gpulint.semantic.evaluation import EvaluationFacts, ScopeFacts
 from gpulint.semantic.explained_models import differentiated_elsewhere
 from gpulint.semantic.fabricated_inputs import given_only_cpu_fabrications
 from gpulint.semantic.forward_values import hands_on, keeps_nothing_from
+from gpulint.semantic.called_back import called_back_without_grad
 from gpulint.semantic.history import AutogradHistory
 from gpulint.semantic.model import Function, SemanticModel
-from gpulint.semantic.called_back import called_back_without_grad
 from gpulint.semantic.project_callers import called_only_without_grad
 from gpulint.semantic.project_modules import project_modules
 from gpulint.semantic.one_example import keeps_activations, registers_hooks, runs_one_example

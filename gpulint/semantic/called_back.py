@@ -31,7 +31,7 @@ from typing import List, Optional, Union
 
 from gpulint.semantic.model import Function, SemanticModel
 from gpulint.semantic.scopes import Binding
-from gpulint.semantic.survey import own_nodes
+from gpulint.semantic.survey import is_falsy_constant, own_nodes
 
 REFLECTION = frozenset({"getattr", "vars", "setattr"})
 """Builtins that reach attributes by computed names."""
@@ -197,7 +197,7 @@ def _flagged_off(model: SemanticModel, holder: Function, read: ast.expr) -> bool
         if any(isinstance(argument, ast.Starred) for argument in site.node.args) or any(keyword.arg is None for keyword in site.node.keywords):
             return False
         value = passed if passed is not None else default
-        if value is not None and _false(value):
+        if value is not None and is_falsy_constant(value):
             continue
         if _deferred(model, site.node) or not _off_at(model, site.node):
             return False
@@ -229,7 +229,3 @@ def _called_only(model: SemanticModel, holder: Function) -> bool:
         id(node) in calls for node in spelled
         if (node.id if isinstance(node, ast.Name) else node.attr) == holder.name and not isinstance(node.ctx, ast.Store)
     )
-
-
-def _false(node: ast.expr) -> bool:
-    return isinstance(node, ast.Constant) and not node.value and not isinstance(node.value, str)

@@ -17,7 +17,7 @@ import ast
 from typing import Optional
 
 from gpulint.semantic.model import SemanticModel
-from gpulint.semantic.survey import ast_dotted_name
+from gpulint.semantic.survey import ast_dotted_name, is_falsy_constant
 
 JUMPS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 """Statements after which nothing more of their block runs."""
@@ -48,13 +48,13 @@ def _after_a_jump(model: SemanticModel, statement: ast.stmt) -> bool:
 
 def _always_false(model: SemanticModel, statement: ast.If) -> bool:
     test = statement.test
-    if _false_constant(test) or (isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) and any(map(_false_constant, test.values))):
+    if is_falsy_constant(test) or (isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) and any(map(is_falsy_constant, test.values))):
         return True
     tested = ast_dotted_name(statement.test)
     previous = _previous_statement(model, statement)
     return (
         tested is not None and not _at_top_level(model, statement) and isinstance(previous, ast.Assign) and len(previous.targets) == 1
-        and ast_dotted_name(previous.targets[0]) == tested and _false_constant(previous.value)
+        and ast_dotted_name(previous.targets[0]) == tested and is_falsy_constant(previous.value)
     )
 
 
@@ -67,10 +67,6 @@ def _at_top_level(model: SemanticModel, statement: ast.If) -> bool:
             return False
         ancestor = model.parent(ancestor)
     return True
-
-
-def _false_constant(node: ast.expr) -> bool:
-    return isinstance(node, ast.Constant) and node.value in (False, None, 0, "") and not isinstance(node.value, float)
 
 
 def _previous_statement(model: SemanticModel, statement: ast.stmt) -> Optional[ast.stmt]:

@@ -103,6 +103,11 @@ def is_false_constant(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and node.value is False
 
 
+def is_falsy_constant(node: ast.AST) -> bool:
+    """A constant a test takes as false: ``False``, ``None``, ``0`` or ``""``."""
+    return isinstance(node, ast.Constant) and node.value in (False, None, 0, "") and not isinstance(node.value, float)
+
+
 class _Walk:
     """What :attr:`Survey._walk` gathers."""
 
