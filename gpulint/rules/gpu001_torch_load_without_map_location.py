@@ -33,7 +33,7 @@ from gpulint.semantic.run_as_loaded import run_on_device_inputs_as_loaded, run_o
 from gpulint.semantic.scopes import Binding
 from gpulint.semantic.survey import SCOPES, ast_dotted_name, ast_full_name, module_of, own_nodes, position
 from gpulint.semantic.torch_api import MAP_LOCATION_SLOT, TENSORLESS_FILES
-from gpulint.semantic.unmoved_module import unmoved_script_module
+from gpulint.semantic.unmoved_module import unmoved_loaded_module, unmoved_script_module
 
 # The functions flagged are those of MAP_LOCATION_SLOT. ``torch.hub.load_state_dict_from_url`` and
 # ``torch.utils.model_zoo.load_url`` are not: what they download is a published artifact, saved from the CPU.
@@ -128,6 +128,8 @@ class TorchLoadWithoutMapLocation(Rule):
             return NoFix(ATTACHED_WHERE_PLACED)
         if model.mentions_accelerator and unmoved_script_module(model, call):
             return NoFix(UNMOVED_SCRIPT_MODULE)
+        if model.mentions_accelerator and unmoved_loaded_module(model, call):
+            return NoFix(UNMOVED_LOADED_MODULE)
         if _reads_memory(model, call):
             return NoFix(READ_FROM_MEMORY)
         if use.importable is not None:
@@ -227,6 +229,13 @@ UNMOVED_SCRIPT_MODULE = (
 )
 """Why there is no fix for a ``torch.jit.load`` whose module the file never moves, in code that may
 use an accelerator."""
+
+UNMOVED_LOADED_MODULE = (
+    "the code runs the loaded module where the load puts it and never moves it: a model pickled on "
+    "the GPU would stay on the CPU and meet the inputs the code puts on a device"
+)
+"""Why there is no fix for a ``torch.load`` of a whole module the file runs but never moves, in code
+that may use an accelerator."""
 
 RETURNED_WHOLE = (
     "the loaded object is returned whole: where its tensors must be is up to callers gpulint does not "

@@ -49,7 +49,7 @@ def called_back_without_grad(model: SemanticModel, function: Function) -> bool:
         statement = model.parent(site.node)
         if not (isinstance(statement, ast.Assign) and statement.value is site.node and len(statement.targets) == 1):
             return False
-        reads = _reads_of_target(model, statement.targets[0])
+        reads = model.target_reads(statement.targets[0])
         if reads is None or not reads or not all(_read_runs_without_grad(model, read) for read in reads):
             return False
     return True
@@ -65,27 +65,6 @@ def _only_returned(model: SemanticModel, function: Function, factory: Function) 
     ) and all(
         isinstance(node.value, ast.Name) and node.value in reads for node in returns
     )
-
-
-def _reads_of_target(model: SemanticModel, target: ast.expr) -> Optional[List[ast.expr]]:
-    """Every read of what ``target`` (a name, or an attribute of ``self``) holds; None where another
-    receiver may read the attribute or the target is neither."""
-    place = model.place(target)
-    if place is None:
-        return None
-    if isinstance(target, ast.Name):
-        return [use for use in model.uses(place.binding) if isinstance(use.ctx, ast.Load)]
-    if not (isinstance(target, ast.Attribute) and place.binding.name == "self" and place.path == "." + target.attr):
-        return None
-    reads: List[ast.expr] = []
-    for node in model.nodes(ast.Attribute):
-        if node.attr != target.attr or node is target:
-            continue
-        if model.place(node) != place:
-            return None
-        if isinstance(node.ctx, ast.Load):
-            reads.append(node)
-    return reads
 
 
 def _read_runs_without_grad(model: SemanticModel, read: ast.expr) -> bool:

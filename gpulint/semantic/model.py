@@ -213,6 +213,37 @@ class SemanticModel(Survey):
         place = self.place(target) if isinstance(target, ast.Name) else None
         return (target, place) if isinstance(target, ast.Name) and place is not None else None
 
+    def target_reads(self, target: ast.expr) -> Optional[List[ast.expr]]:
+        """Every read of what ``target`` (a name, or an attribute of ``self``) holds; None where
+        another receiver may read the attribute (``other.model`` spelt like ``self.model``) or the
+        target is neither."""
+        place = self.place(target)
+        if place is None:
+            return None
+        if isinstance(target, ast.Name):
+            return [use for use in self.uses(place.binding) if isinstance(use.ctx, ast.Load)]
+        if not (isinstance(target, ast.Attribute) and place.binding.name == "self" and place.path == "." + target.attr):
+            return None
+        reads: List[ast.expr] = []
+        for node in self.nodes(ast.Attribute):
+            if node.attr != target.attr or node is target:
+                continue
+            if self.place(node) != place:
+                return None
+            if isinstance(node.ctx, ast.Load):
+                reads.append(node)
+        return reads
+
+    def defined_once(self, func: ast.expr) -> bool:
+        """Whether ``func`` is a plain name that one ``def`` binds and nothing rebinds (not a
+        method, which a subclass may override)."""
+        place = self.place(func) if isinstance(func, ast.Name) else None
+        if place is None or any(not isinstance(use.ctx, ast.Load) for use in self.uses(place.binding)):
+            return False
+        definitions: List[Union[ast.FunctionDef, ast.AsyncFunctionDef]] = [*self.nodes(ast.FunctionDef), *self.nodes(ast.AsyncFunctionDef)]
+        same = [node for node in definitions if node.name == place.binding.name and self.scope_at(node) is place.binding.scope]
+        return len(same) == 1
+
     def bound_once(self, target: ast.Name, place: Place) -> bool:
         """Whether ``target`` is the only assignment of its binding (a ``del`` aside)."""
         return [use for use in self.uses(place.binding) if isinstance(use.ctx, ast.Store)] == [target]

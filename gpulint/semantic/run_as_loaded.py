@@ -26,7 +26,7 @@ in a script that bound the name before, up to and in the next assignment). Not i
 from __future__ import annotations
 
 import ast
-from typing import Callable, List, Optional, Union
+from typing import Callable, List, Optional
 
 from gpulint.semantic.model import Place, SemanticModel
 from gpulint.semantic.reached_reads import reached_reads
@@ -92,7 +92,7 @@ def _run_on_placed_inputs(model: SemanticModel, read: ast.Name, placed: Placemen
     if call.func is read:
         return any(_placed_input(model, argument, placed) for argument in call.args)
     site = model.site_of.get(id(call))
-    if not through_parameter or site is None or site.callee is None or not _defined_once(model, call.func):
+    if not through_parameter or site is None or site.callee is None or not model.defined_once(call.func):
         return False
     index = next((position for position, argument in model.positional_arguments(site) if argument is read), None)
     if index is None or index >= len(site.callee.positional):
@@ -170,16 +170,6 @@ def _name_of(target: ast.expr) -> Optional[str]:
 def _moves(value: ast.expr, name: str, placed: Placement) -> bool:
     """``name.cuda()`` (or as ``placed`` takes a move) called on the name itself."""
     return placed(value) and isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and _name_of(value.func.value) == name
-
-
-def _defined_once(model: SemanticModel, func: ast.expr) -> bool:
-    """Whether ``func`` is a plain name that one ``def`` binds and nothing rebinds."""
-    place = model.place(func) if isinstance(func, ast.Name) else None
-    if place is None or any(not isinstance(use.ctx, ast.Load) for use in model.uses(place.binding)):
-        return False
-    definitions: List[Union[ast.FunctionDef, ast.AsyncFunctionDef]] = [*model.nodes(ast.FunctionDef), *model.nodes(ast.AsyncFunctionDef)]
-    same = [node for node in definitions if node.name == place.binding.name and model.scope_at(node) is place.binding.scope]
-    return len(same) == 1
 
 
 def moved_to_the_gpu(argument: ast.expr) -> bool:

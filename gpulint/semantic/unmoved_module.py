@@ -9,15 +9,26 @@ may reach (after it, not in another branch of an ``if`` around it) calls it, or 
 that does not move it (not ``to``, ``cuda``, ``cpu``): no read hands it to other code or stores it
 elsewhere. A function's name never read counts too (its module goes where ``locals()`` takes it,
 unmoved); a module-level one does not (another module may import it).
+
+A whole pickled module is the same: ``decoder = torch.load(path)`` and then ``generate(decoder)``,
+where ``generate`` calls ``decoder(inp, hidden)`` after ``inp = inp.cuda()``, or ``self.model =
+torch.load(path)`` and ``model = self.model; model(x.to(self.device))``. A ``torch.load`` holds a
+module the file runs unmoved (:func:`unmoved_loaded_module`) where the name or ``self`` attribute the
+load is bound to is called somewhere, and every read of it, followed through plain aliases
+(``model = self.model``) and into the parameters of the module's functions it is passed to, is a
+call of it or a method call that does not move it (``init_hidden(1)``, ``eval()``): nothing in the
+file moves it, and no read gives it to code gpulint does not read. A function that runs it must
+move something to a device (``.cuda()``, ``.to(...)``): one that runs it on inputs it leaves on the
+CPU would run a module mapped there too.
 """
 
 from __future__ import annotations
 
 import ast
-from typing import Dict
+from typing import Dict, List, Optional, Set
 
 from gpulint.semantic.model import SemanticModel
-from gpulint.semantic.torch_api import DEVICE_MOVES, JIT_LOAD, MODULE_RETURNING_METHODS
+from gpulint.semantic.torch_api import DEVICE_MOVES, JIT_LOAD, LOADERS, MODULE_RETURNING_METHODS
 from gpulint.semantic.survey import position
 
 
@@ -36,6 +47,70 @@ def unmoved_script_module(model: SemanticModel, call: ast.Call) -> bool:
     if not reads and not place.binding.scope.is_function:
         return False  # another module may import the name and move what it holds
     return all(_runs_in_place(model, read) for read in reads)
+
+
+def unmoved_loaded_module(model: SemanticModel, call: ast.Call) -> bool:
+    """Whether ``call`` is a ``torch.load`` of a module the file runs but never moves (see the
+    module docstring)."""
+    if not model.resolved_names(call.func) & LOADERS:
+        return False
+    statement = model.parent(call)
+    if not (isinstance(statement, ast.Assign) and statement.value is call and len(statement.targets) == 1):
+        return False
+    reads = model.target_reads(statement.targets[0])
+    if not reads:
+        return False
+    pending: List[ast.expr] = list(reads)
+    seen: Set[int] = set()
+    runs: List[ast.Call] = []
+    while pending:
+        read = pending.pop()
+        if id(read) in seen:
+            continue
+        seen.add(id(read))
+        parent = model.parent(read)
+        if isinstance(parent, ast.Call) and parent.func is read:
+            runs.append(parent)
+            continue
+        followed = _followed_reads(model, read)
+        if followed is None:
+            return False
+        pending.extend(followed)
+    return any(_moves_values_around(model, run) for run in runs)
+
+
+def _moves_values_around(model: SemanticModel, run: ast.Call) -> bool:
+    """Whether the function that runs the module (or the module's own code) moves anything to a
+    device (``.cuda()``, ``.to(...)``): where nothing is moved, its inputs stay on the CPU, where a
+    module mapped there runs too."""
+    function = model.innermost_function(run)
+    scope: ast.AST = function.node if function is not None else model.tree
+    return any(
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in DEVICE_MOVES - {"cpu"}
+        for node in ast.walk(scope)
+    )
+
+
+def _followed_reads(model: SemanticModel, read: ast.expr) -> Optional[List[ast.expr]]:
+    """What a read of a loaded module leads to: no further reads for a method call that does not
+    move it (a chain of module-returning ones as a statement of its own), the reads of the name or
+    ``self`` attribute it is bound to alone, or of the parameter of the module's function it is
+    passed to positionally (a function bound by one ``def`` only, not a method a subclass may
+    override); None for anything else (a move, an attribute, a container, a call gpulint does not
+    read)."""
+    parent = model.parent(read)
+    if isinstance(parent, ast.Attribute) and parent.value is read:
+        return [] if _runs_in_place(model, read) else None
+    if isinstance(parent, ast.Assign) and parent.value is read and len(parent.targets) == 1:
+        return model.target_reads(parent.targets[0])
+    site = model.site_of.get(id(parent)) if isinstance(parent, ast.Call) else None
+    if site is None or site.callee is None or not model.defined_once(site.node.func):
+        return None
+    index = next((position for position, argument in model.positional_arguments(site) if argument is read), None)
+    if index is None or index >= len(site.callee.positional):
+        return None
+    parameter = site.callee.scope.resolve(site.callee.positional[index])
+    return [use for use in model.uses(parameter) if isinstance(use.ctx, ast.Load)]
 
 
 def _exclusive(model: SemanticModel, first: ast.AST, second: ast.AST) -> bool:
@@ -59,7 +134,7 @@ def _branches(model: SemanticModel, node: ast.AST) -> Dict[ast.If, str]:
     return found
 
 
-def _runs_in_place(model: SemanticModel, read: ast.Name) -> bool:
+def _runs_in_place(model: SemanticModel, read: ast.expr) -> bool:
     """``read(x)``, ``read.half()``, ``read.eval().float()``, ``read.half() if half else
     read.float()`` as a statement: called, or put through methods that return the module without
     moving it, ending in a statement of its own (not bound to another name, which may move it)."""
