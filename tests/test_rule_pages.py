@@ -99,6 +99,7 @@ HOLDOUT_SETS = {
     "A thirty-third held-out set": ("wild-holdout-33-first.json", "wild-holdout-33.json"),
     "A thirty-fourth held-out set": ("wild-holdout-34-first.json", "wild-holdout-34.json"),
     "A thirty-fifth held-out set": ("wild-holdout-35-first.json", "wild-holdout-35.json"),
+    "A thirty-sixth held-out set": ("wild-holdout-36-first.json", "wild-holdout-36.json"),
 }
 HOLDOUT_FIGURES = r"the first measurement gave (?P<first>[^;]*); now (?P<now>[^.]*(?:\.\d+[^.]*)*)\."
 

@@ -53,6 +53,15 @@ NON_TENSOR_PAYLOADS = frozenset({"scheduler", "schedulers", "scaler", "rng"})
 """Words naming what a checkpoint file may hold that has no device tensors (scheduler, GradScaler
 and RNG states), as whole words of a name or string: ``SCHEDULER_NAME``, ``"rng_state.pth"``,
 never ``upscaler``."""
+VOCABULARY_WORDS = frozenset({"vocab", "vocabs", "vocabulary", "vocabularies"})
+"""Words naming a vocabulary (``"data.vocab.pt"``, ``args.vocab_file``): torchtext ``Vocab`` objects,
+token lists or a tokenizer's tables, without tensors."""
+TENSOR_PAYLOAD_WORDS = frozenset({
+    "embedding", "embeddings", "emb", "vector", "vectors", "weight", "weights", "model", "checkpoint",
+    "ckpt", "state", "params",
+})
+"""Words that beside a vocabulary word name tensors (``"vocab_vectors.pt"``, ``vocab_embeddings``):
+such a path is no vocabulary alone."""
 IN_MEMORY_FILES = frozenset({"io.BytesIO"})
 """File objects over bytes the running program holds: a load from one deserializes what the program
 itself serialized (a copy, a transfer between processes, a graph exported with its objects)."""
@@ -314,7 +323,8 @@ def _quote_of(model: SemanticModel, node: ast.expr) -> Optional[str]:
 
 def _holds_no_device_tensors(model: SemanticModel, call: ast.Call) -> bool:
     """What the call loads was saved without device tensors, as the code shows: a scheduler,
-    scaler or RNG state by its name, or a file a library writes without tensors by its file name
+    scaler or RNG state by its name, a vocabulary by its name (not also named for embeddings,
+    vectors, weights, a model or a state), or a file a library writes without tensors by its file name
     (a Trainer's ``training_args.bin``); a file downloaded in the same scope — the load's argument
     is what a download call returned, or a download call fetches it when it is missing
     (``if not os.path.exists(path): load_file_from_url(...)``, or in the ``else`` of
@@ -331,7 +341,10 @@ def _holds_no_device_tensors(model: SemanticModel, call: ast.Call) -> bool:
     loaded = loaded_path(call)
     if loaded is None:
         return False
-    if NON_TENSOR_PAYLOADS & {word.lower() for word in _words_in(loaded)} or _names_a_tensorless_file(model, loaded):
+    words = {word.lower() for word in _words_in(loaded)}
+    if NON_TENSOR_PAYLOADS & words or (VOCABULARY_WORDS & words and not TENSOR_PAYLOAD_WORDS & words):
+        return True
+    if _names_a_tensorless_file(model, loaded):
         return True
     if _is_download(model, loaded) or loaded_while_built(model, call) or names_a_published_file(model, loaded) or (
         _into_an_engine(model, call)
@@ -569,6 +582,8 @@ def _words_in(node: ast.AST) -> List[str]:
     for part in ast.walk(node):
         if isinstance(part, ast.Name):
             words.extend(WORD.findall(part.id))
+        elif isinstance(part, ast.Attribute):
+            words.extend(WORD.findall(part.attr))
         elif isinstance(part, ast.Constant) and isinstance(part.value, str):
             words.extend(WORD.findall(part.value))
     return words

@@ -28,7 +28,7 @@ import ast
 from typing import Dict, List, Optional, Set
 
 from gpulint.semantic.model import SemanticModel
-from gpulint.semantic.torch_api import DEVICE_MOVES, JIT_LOAD, LOADERS, MODULE_RETURNING_METHODS
+from gpulint.semantic.torch_api import DEVICE_MOVES, JIT_LOAD, LOADERS, MODULE_RETURNING_METHODS, VALUE_BUILTINS
 from gpulint.semantic.survey import position
 
 
@@ -93,17 +93,28 @@ def _moves_values_around(model: SemanticModel, run: ast.Call) -> bool:
 
 def _followed_reads(model: SemanticModel, read: ast.expr) -> Optional[List[ast.expr]]:
     """What a read of a loaded module leads to: no further reads for a method call that does not
-    move it (a chain of module-returning ones as a statement of its own), the reads of the name or
-    ``self`` attribute it is bound to alone, or of the parameter of the module's function it is
-    passed to positionally (a function bound by one ``def`` only, not a method a subclass may
-    override); None for anything else (a move, an attribute, a container, a call gpulint does not
-    read)."""
+    move it (a chain of module-returning ones as a statement of its own) or a read of a part of it
+    that moves nothing (:func:`_part_read`); the reads of the name or ``self`` attribute it is bound
+    to alone, of the parameter of the module's function it is passed to positionally (a function
+    bound by one ``def`` only, not a method a subclass may override), or of the items of the list it
+    is appended to (:func:`_item_reads`); None for anything else (a move, a container, a call
+    gpulint does not read)."""
     parent = model.parent(read)
     if isinstance(parent, ast.Attribute) and parent.value is read:
-        return [] if _runs_in_place(model, read) else None
+        call = model.parent(parent)
+        if isinstance(call, ast.Call) and call.func is parent:
+            return [] if _runs_in_place(model, read) else None
+        return _part_read(model, parent)
+    if isinstance(parent, ast.Subscript) and parent.value is read:
+        return _part_read(model, parent)
     if isinstance(parent, ast.Assign) and parent.value is read and len(parent.targets) == 1:
         return model.target_reads(parent.targets[0])
-    site = model.site_of.get(id(parent)) if isinstance(parent, ast.Call) else None
+    if not isinstance(parent, ast.Call):
+        return None
+    appended = parent.func
+    if isinstance(appended, ast.Attribute) and appended.attr == "append" and parent.args == [read] and isinstance(appended.value, ast.Name):
+        return _item_reads(model, appended.value)
+    site = model.site_of.get(id(parent))
     if site is None or site.callee is None or not model.defined_once(site.node.func):
         return None
     index = next((position for position, argument in model.positional_arguments(site) if argument is read), None)
@@ -111,6 +122,71 @@ def _followed_reads(model: SemanticModel, read: ast.expr) -> Optional[List[ast.e
         return None
     parameter = site.callee.scope.resolve(site.callee.positional[index])
     return [use for use in model.uses(parameter) if isinstance(use.ctx, ast.Load)]
+
+
+def _part_read(model: SemanticModel, part: ast.expr) -> Optional[List[ast.expr]]:
+    """A part of the module read (``encoder.hidden_size``, ``model.cnn[2].register_forward_hook(hook)``,
+    ``model.cnn[2](x)``): nothing further where no method of the chain moves it and the part is
+    neither stored, bound to a name (``head = model.fc``), nor handed to a call; None otherwise."""
+    node: ast.expr = part
+    while True:
+        parent = model.parent(node)
+        if isinstance(parent, ast.Subscript) and parent.value is node:
+            node = parent
+            continue
+        if isinstance(parent, ast.Attribute) and parent.value is node:
+            call = model.parent(parent)
+            if isinstance(call, ast.Call) and call.func is parent:
+                return None if parent.attr in DEVICE_MOVES else []
+            node = parent
+            continue
+        break
+    if not isinstance(getattr(node, "ctx", None), ast.Load):
+        return None
+    parent = model.parent(node)
+    if isinstance(parent, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr, ast.keyword)):
+        return None
+    if isinstance(parent, ast.Call) and parent.func is not node and not _keeps_nothing(model, parent):
+        return None
+    return []
+
+
+def _keeps_nothing(model: SemanticModel, call: ast.Call) -> bool:
+    """A call of torch's (``torch.zeros(n, encoder.hidden_size)``) or a builtin that gives a Python
+    value (``print``, ``range``): neither moves nor keeps a module it is given."""
+    func = call.func
+    if isinstance(func, ast.Name) and func.id in VALUE_BUILTINS | {"print", "range"}:
+        return not model.binders(model.scope_at(func).resolve(func.id))
+    names = model.resolved_names(func)
+    return bool(names) and all(name.startswith("torch.") for name in names)
+
+
+def _item_reads(model: SemanticModel, holder: ast.Name) -> Optional[List[ast.expr]]:
+    """The reads of the modules a list holds (``models.append(model)``): its items read by index
+    (``models[0]``) and the names a ``for`` loop over it binds; its length and other appends pass.
+    None where the list is read any other way (handed on, sliced into another name)."""
+    place = model.place(holder)
+    if place is None:
+        return None
+    items: List[ast.expr] = []
+    for use in model.uses(place.binding):
+        if not isinstance(use.ctx, ast.Load):
+            continue
+        parent = model.parent(use)
+        if isinstance(parent, ast.Subscript) and parent.value is use and isinstance(parent.ctx, ast.Load):
+            items.append(parent)
+        elif isinstance(parent, ast.Attribute) and parent.value is use and parent.attr == "append":
+            continue
+        elif isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id == "len" and parent.args == [use]:
+            continue
+        elif isinstance(parent, (ast.For, ast.comprehension)) and parent.iter is use and isinstance(parent.target, ast.Name):
+            reads = model.target_reads(parent.target)
+            if reads is None:
+                return None
+            items.extend(reads)
+        else:
+            return None
+    return items
 
 
 def _exclusive(model: SemanticModel, first: ast.AST, second: ast.AST) -> bool:
