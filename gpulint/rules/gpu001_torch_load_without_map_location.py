@@ -57,11 +57,13 @@ VOCABULARY_WORDS = frozenset({"vocab", "vocabs", "vocabulary", "vocabularies"})
 """Words naming a vocabulary (``"data.vocab.pt"``, ``args.vocab_file``): torchtext ``Vocab`` objects,
 token lists or a tokenizer's tables, without tensors."""
 TENSOR_PAYLOAD_WORDS = frozenset({
-    "embedding", "embeddings", "emb", "vector", "vectors", "weight", "weights", "model", "checkpoint",
-    "ckpt", "state", "params",
+    "embedding", "embeddings", "emb", "embed", "embeds", "vector", "vectors", "weight", "weights",
+    "model", "models", "checkpoint", "checkpoints", "ckpt", "state", "params", "feature", "features",
+    "feat", "feats", "matrix", "tensor", "tensors", "net", "lm", "size", "dir", "len",
 })
-"""Words that beside a vocabulary word name tensors (``"vocab_vectors.pt"``, ``vocab_embeddings``):
-such a path is no vocabulary alone."""
+"""Words that beside a vocabulary word name tensors (``"vocab_vectors.pt"``, ``vocab_features``) or
+make it a setting rather than the file (``vocab_dir``, ``vocab_size``): such a name is no vocabulary
+file."""
 IN_MEMORY_FILES = frozenset({"io.BytesIO"})
 """File objects over bytes the running program holds: a load from one deserializes what the program
 itself serialized (a copy, a transfer between processes, a graph exported with its objects)."""
@@ -341,8 +343,7 @@ def _holds_no_device_tensors(model: SemanticModel, call: ast.Call) -> bool:
     loaded = loaded_path(call)
     if loaded is None:
         return False
-    words = {word.lower() for word in _words_in(loaded)}
-    if NON_TENSOR_PAYLOADS & words or (VOCABULARY_WORDS & words and not TENSOR_PAYLOAD_WORDS & words):
+    if NON_TENSOR_PAYLOADS & {word.lower() for word in _words_in(loaded)} or _names_a_vocabulary(loaded):
         return True
     if _names_a_tensorless_file(model, loaded):
         return True
@@ -355,6 +356,20 @@ def _holds_no_device_tensors(model: SemanticModel, call: ast.Call) -> bool:
     if _downloaded(model, scope, loaded, call) or (function is not None and _downloaded_by_every_caller(model, function, loaded)):
         return True
     return model.derived(ArrayData).is_array_data(call) or read_as_coco_evaluation(model, call) or served_by_a_pinning_loader(model, call)
+
+
+def _names_a_vocabulary(loaded: ast.expr) -> bool:
+    """Whether the file's own name, as the path spells it, names a vocabulary and no tensors: a
+    string of it (``opt.data + ".vocab.pt"``), or the name or attribute that is the whole path
+    (``args.vocab_file``, ``config.VOCAB_SAVE_PATH``); not a folder or a size
+    (``os.path.join(args.vocab_dir, "lm.pt")``, ``f"lm_{args.vocab_size}.pt"``)."""
+    names = [part.value for part in ast.walk(loaded) if isinstance(part, ast.Constant) and isinstance(part.value, str)]
+    if isinstance(loaded, ast.Name):
+        names.append(loaded.id)
+    elif isinstance(loaded, ast.Attribute):
+        names.append(loaded.attr)
+    words = {word.lower() for name in names for word in WORD.findall(name)}
+    return bool(VOCABULARY_WORDS & words) and not TENSOR_PAYLOAD_WORDS & words
 
 
 def _names_a_tensorless_file(model: SemanticModel, loaded: ast.expr) -> bool:
@@ -582,8 +597,6 @@ def _words_in(node: ast.AST) -> List[str]:
     for part in ast.walk(node):
         if isinstance(part, ast.Name):
             words.extend(WORD.findall(part.id))
-        elif isinstance(part, ast.Attribute):
-            words.extend(WORD.findall(part.attr))
         elif isinstance(part, ast.Constant) and isinstance(part.value, str):
             words.extend(WORD.findall(part.value))
     return words

@@ -12,9 +12,10 @@ on it (``waveglow = waveglow.remove_weightnorm(waveglow)``) or not mention it at
 a compound statement, a jump or a ``yield``/``await`` (the move may not run, or runs in a branch),
 or the end of the block first, and nothing is decided. A discarded ``x.cuda()`` moves nothing unless
 ``x`` is a module, so that form counts only when the chain also calls a method only modules have
-(``.eval()``). A load moved in the expression that makes it (``resnet = torch.load(path).cuda()``,
-``torch.load(path)["model"].cuda()``) is moved at once too, whatever it is: what the code keeps is
-the copy on the GPU.
+(``.eval()``). A load moved in the expression that makes it (``resnet = torch.load(path).cuda()``)
+is moved at once too, whatever it is: what the code keeps is the copy on the GPU. Not a part of it
+(``torch.load(path)["model"].cuda()`` has put the whole checkpoint on the GPU first), nor a move to
+a GPU the code names (``.cuda(1)``: the load goes to the saved GPU first).
 """
 
 from __future__ import annotations
@@ -35,9 +36,11 @@ def moved_to_gpu_at_once(model: SemanticModel, call: ast.Call) -> bool:
     parent = model.parent(value)
     while isinstance(parent, ast.Subscript) and parent.value is value:
         value, parent = parent, model.parent(parent)
-    if isinstance(parent, ast.Attribute) and parent.value is value and parent.attr == "cuda":
+    if value is call and isinstance(parent, ast.Attribute) and parent.value is value and parent.attr == "cuda":
         moved = model.parent(parent)
-        return isinstance(moved, ast.Call) and moved.func is parent and not model.spells(MULTI_DEVICE_WORDS)
+        return isinstance(moved, ast.Call) and moved.func is parent and not moved.args and not moved.keywords and (
+            not model.spells(MULTI_DEVICE_WORDS)
+        )
     if not (isinstance(parent, ast.Assign) and parent.value is value and len(parent.targets) == 1):
         return False
     target = parent.targets[0]

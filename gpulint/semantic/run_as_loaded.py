@@ -44,7 +44,7 @@ def run_on_gpu_inputs_as_loaded(model: SemanticModel, call: ast.Call) -> bool:
 def run_on_device_inputs_as_loaded(model: SemanticModel, call: ast.Call) -> bool:
     """Whether what ``call`` loads is used as loaded beside values the program moves to a device it
     names (``x.to(device)``), which may be the GPU."""
-    return _used_as_loaded(model, call, _on_a_device)
+    return _used_as_loaded(model, call, on_a_device)
 
 
 def _used_as_loaded(model: SemanticModel, call: ast.Call, placed: Placement) -> bool:
@@ -182,7 +182,7 @@ def moved_to_the_gpu(argument: ast.expr) -> bool:
     return argument.func.attr == "to" and isinstance(first, ast.Constant) and str(first.value).startswith("cuda")
 
 
-def _on_a_device(argument: ast.expr) -> bool:
+def on_a_device(argument: ast.expr) -> bool:
     """What :func:`moved_to_the_gpu` takes, or ``x.to(device)``: a device the code names (a name or
     attribute spelt with ``device``), given first or as ``device=``."""
     if moved_to_the_gpu(argument):

@@ -469,6 +469,9 @@ TQDM = frozenset({"tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm"})
 """Progress bars that yield what they wrap, as it is."""
 DEVICE_MOVES = frozenset({"to", "cuda", "cpu"})
 """Methods of tensors and modules that put them on a device the code chooses."""
+SUBMODULE_REACHING_METHODS = frozenset({"type", "apply", "_apply", "modules", "children", "named_modules", "named_children"})
+"""Methods of ``nn.Module`` that may move it (``model.type(torch.cuda.FloatTensor)``,
+``model.apply(fn)``) or hand out its submodules for code to move (``for m in model.modules(): m.cuda()``)."""
 PLACEMENT_KEEPING_METHODS = DEVICE_KEEPING_TENSOR_METHODS | (LAYOUT_METHODS - DEVICE_MOVES - {"type"})
 """Tensor methods whose result stays on the receiver's device: casts, reshapes and reductions (not
 ``.type(...)``, which may name a CUDA type, nor ``type_as``, which takes another tensor's device)."""

@@ -16,10 +16,14 @@ torch.load(path)`` and ``model = self.model; model(x.to(self.device))``. A ``tor
 module the file runs unmoved (:func:`unmoved_loaded_module`) where the name or ``self`` attribute the
 load is bound to is called somewhere, and every read of it, followed through plain aliases
 (``model = self.model``) and into the parameters of the module's functions it is passed to, is a
-call of it or a method call that does not move it (``init_hidden(1)``, ``eval()``): nothing in the
-file moves it, and no read gives it to code gpulint does not read. A function that runs it must
-move something to a device (``.cuda()``, ``.to(...)``): one that runs it on inputs it leaves on the
-CPU would run a module mapped there too.
+call of it, a method call that does not move it or reach its submodules (``init_hidden(1)``,
+``eval()``; not ``type``, ``apply`` or ``modules``), a read of a part that nothing moves, binds,
+stores or hands on but torch's functions and value builtins, or an item of a list it is appended
+to: nothing in the file moves it, and no read gives it to code gpulint does not read. A load kept on
+``self`` of a class with a base (a ``torch.nn`` module may be moved as a whole) is not decided. The
+function that runs it (or the module's own code, for a run there) must move something to a device
+(``.cuda()``, ``.to("cuda")``, ``.to(device)``; not a cast to a dtype): one that leaves its inputs on
+the CPU would run a module mapped there too.
 """
 
 from __future__ import annotations
@@ -28,8 +32,11 @@ import ast
 from typing import Dict, List, Optional, Set
 
 from gpulint.semantic.model import SemanticModel
-from gpulint.semantic.torch_api import DEVICE_MOVES, JIT_LOAD, LOADERS, MODULE_RETURNING_METHODS, VALUE_BUILTINS
-from gpulint.semantic.survey import position
+from gpulint.semantic.torch_api import (
+    DEVICE_MOVES, JIT_LOAD, LOADERS, MODULE_RETURNING_METHODS, SUBMODULE_REACHING_METHODS, VALUE_BUILTINS,
+)
+from gpulint.semantic.run_as_loaded import on_a_device
+from gpulint.semantic.survey import own_nodes, position
 
 
 def unmoved_script_module(model: SemanticModel, call: ast.Call) -> bool:
@@ -57,7 +64,10 @@ def unmoved_loaded_module(model: SemanticModel, call: ast.Call) -> bool:
     statement = model.parent(call)
     if not (isinstance(statement, ast.Assign) and statement.value is call and len(statement.targets) == 1):
         return False
-    reads = model.target_reads(statement.targets[0])
+    target = statement.targets[0]
+    if isinstance(target, ast.Attribute) and _owner_may_move(model, target):
+        return False
+    reads = model.target_reads(target)
     if not reads:
         return False
     pending: List[ast.expr] = list(reads)
@@ -84,11 +94,17 @@ def _moves_values_around(model: SemanticModel, run: ast.Call) -> bool:
     device (``.cuda()``, ``.to(...)``): where nothing is moved, its inputs stay on the CPU, where a
     module mapped there runs too."""
     function = model.innermost_function(run)
-    scope: ast.AST = function.node if function is not None else model.tree
-    return any(
-        isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in DEVICE_MOVES - {"cpu"}
-        for node in ast.walk(scope)
-    )
+    statements = function.node.body if function is not None else model.tree.body
+    return any(isinstance(node, ast.Call) and on_a_device(node) for node in own_nodes(statements))
+
+
+def _owner_may_move(model: SemanticModel, target: ast.Attribute) -> bool:
+    """Whether the class whose ``self`` attribute holds the load may be moved as a whole (a
+    ``torch.nn`` module, or any class with a base but ``object``): ``Ensemble(path).cuda()`` moves
+    the module its constructor loads."""
+    function = model.innermost_function(target)
+    owner = function.owner if function is not None else None
+    return owner is None or any(not (isinstance(base, ast.Name) and base.id == "object") for base in owner.node.bases)
 
 
 def _followed_reads(model: SemanticModel, read: ast.expr) -> Optional[List[ast.expr]]:
@@ -111,6 +127,8 @@ def _followed_reads(model: SemanticModel, read: ast.expr) -> Optional[List[ast.e
         return model.target_reads(parent.targets[0])
     if not isinstance(parent, ast.Call):
         return None
+    if read in parent.args and _keeps_nothing(model, parent):
+        return []
     appended = parent.func
     if isinstance(appended, ast.Attribute) and appended.attr == "append" and parent.args == [read] and isinstance(appended.value, ast.Name):
         return _item_reads(model, appended.value)
@@ -137,18 +155,16 @@ def _part_read(model: SemanticModel, part: ast.expr) -> Optional[List[ast.expr]]
         if isinstance(parent, ast.Attribute) and parent.value is node:
             call = model.parent(parent)
             if isinstance(call, ast.Call) and call.func is parent:
-                return None if parent.attr in DEVICE_MOVES else []
+                return None if parent.attr in DEVICE_MOVES | SUBMODULE_REACHING_METHODS else []
             node = parent
             continue
         break
     if not isinstance(getattr(node, "ctx", None), ast.Load):
         return None
     parent = model.parent(node)
-    if isinstance(parent, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr, ast.keyword)):
-        return None
-    if isinstance(parent, ast.Call) and parent.func is not node and not _keeps_nothing(model, parent):
-        return None
-    return []
+    if isinstance(parent, ast.Call):
+        return [] if parent.func is node or (node in parent.args and _keeps_nothing(model, parent)) else None
+    return [] if isinstance(parent, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.FormattedValue, ast.Expr)) else None
 
 
 def _keeps_nothing(model: SemanticModel, call: ast.Call) -> bool:
@@ -158,7 +174,9 @@ def _keeps_nothing(model: SemanticModel, call: ast.Call) -> bool:
     if isinstance(func, ast.Name) and func.id in VALUE_BUILTINS | {"print", "range"}:
         return not model.binders(model.scope_at(func).resolve(func.id))
     names = model.resolved_names(func)
-    return bool(names) and all(name.startswith("torch.") for name in names)
+    return bool(names) and all(
+        name.startswith("torch.") and (not name.startswith("torch.nn.") or name.startswith("torch.nn.functional.")) for name in names
+    )
 
 
 def _item_reads(model: SemanticModel, holder: ast.Name) -> Optional[List[ast.expr]]:
@@ -222,7 +240,7 @@ def _runs_in_place(model: SemanticModel, read: ast.expr) -> bool:
         if not isinstance(parent, ast.Attribute) or parent.value is not node:
             break
         method = model.parent(parent)
-        if not (isinstance(method, ast.Call) and method.func is parent) or parent.attr in DEVICE_MOVES:
+        if not (isinstance(method, ast.Call) and method.func is parent) or parent.attr in DEVICE_MOVES | SUBMODULE_REACHING_METHODS:
             return False
         node = method
         if parent.attr not in MODULE_RETURNING_METHODS:
