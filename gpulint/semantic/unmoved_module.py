@@ -90,9 +90,9 @@ def unmoved_loaded_module(model: SemanticModel, call: ast.Call) -> bool:
 
 
 def _moves_values_around(model: SemanticModel, run: ast.Call) -> bool:
-    """Whether the function that runs the module (or the module's own code) moves anything to a
-    device (``.cuda()``, ``.to(...)``): where nothing is moved, its inputs stay on the CPU, where a
-    module mapped there runs too."""
+    """Whether the function that runs the module (or the module's own statements) moves anything
+    to a device (``.cuda()``, ``.to("cuda")``, ``.to(device)``, not a dtype cast): where nothing is
+    moved, its inputs stay on the CPU, where a module mapped there runs too."""
     function = model.innermost_function(run)
     statements = function.node.body if function is not None else model.tree.body
     return any(isinstance(node, ast.Call) and on_a_device(node) for node in own_nodes(statements))
@@ -127,7 +127,7 @@ def _followed_reads(model: SemanticModel, read: ast.expr) -> Optional[List[ast.e
         return model.target_reads(parent.targets[0])
     if not isinstance(parent, ast.Call):
         return None
-    if read in parent.args and _keeps_nothing(model, parent):
+    if read in parent.args and _value_builtin(model, parent):
         return []
     appended = parent.func
     if isinstance(appended, ast.Attribute) and appended.attr == "append" and parent.args == [read] and isinstance(appended.value, ast.Name):
@@ -167,13 +167,22 @@ def _part_read(model: SemanticModel, part: ast.expr) -> Optional[List[ast.expr]]
     return [] if isinstance(parent, (ast.BinOp, ast.UnaryOp, ast.Compare, ast.FormattedValue, ast.Expr)) else None
 
 
-def _keeps_nothing(model: SemanticModel, call: ast.Call) -> bool:
-    """A call of torch's (``torch.zeros(n, encoder.hidden_size)``) or a builtin that gives a Python
-    value (``print``, ``range``): neither moves nor keeps a module it is given."""
+def _value_builtin(model: SemanticModel, call: ast.Call) -> bool:
+    """A builtin that gives a Python value (``print(model)``, ``range(n)``): it neither moves nor
+    keeps what it is given."""
     func = call.func
-    if isinstance(func, ast.Name) and func.id in VALUE_BUILTINS | {"print", "range"}:
-        return not model.binders(model.scope_at(func).resolve(func.id))
-    names = model.resolved_names(func)
+    return isinstance(func, ast.Name) and func.id in VALUE_BUILTINS | {"print", "range"} and (
+        not model.binders(model.scope_at(func).resolve(func.id))
+    )
+
+
+def _keeps_nothing(model: SemanticModel, call: ast.Call) -> bool:
+    """A value builtin, or a function of torch's that takes a part's value
+    (``torch.zeros(n, encoder.hidden_size)``), not one of its ``nn`` containers: neither moves nor
+    keeps a part it is given."""
+    if _value_builtin(model, call):
+        return True
+    names = model.resolved_names(call.func)
     return bool(names) and all(
         name.startswith("torch.") and (not name.startswith("torch.nn.") or name.startswith("torch.nn.functional.")) for name in names
     )
