@@ -325,8 +325,8 @@ def _quote_of(model: SemanticModel, node: ast.expr) -> Optional[str]:
 
 def _holds_no_device_tensors(model: SemanticModel, call: ast.Call) -> bool:
     """What the call loads was saved without device tensors, as the code shows: a scheduler,
-    scaler or RNG state by its name, a vocabulary by its name (not also named for embeddings,
-    vectors, weights, a model or a state), or a file a library writes without tensors by its file name
+    scaler or RNG state by its name, a vocabulary by the file's own name
+    (:func:`_names_a_vocabulary`), or a file a library writes without tensors by its file name
     (a Trainer's ``training_args.bin``); a file downloaded in the same scope — the load's argument
     is what a download call returned, or a download call fetches it when it is missing
     (``if not os.path.exists(path): load_file_from_url(...)``, or in the ``else`` of

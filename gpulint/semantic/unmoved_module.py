@@ -33,8 +33,9 @@ from typing import Dict, List, Optional, Set
 
 from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.torch_api import (
-    DEVICE_MOVES, JIT_LOAD, LOADERS, MODULE_RETURNING_METHODS, SUBMODULE_REACHING_METHODS, VALUE_BUILTINS,
+    DEVICE_MOVES, JIT_LOAD, LOADERS, MODULE_RETURNING_METHODS, SUBMODULE_REACHING_METHODS,
 )
+from gpulint.semantic.one_example import PYTHON_BUILTINS
 from gpulint.semantic.run_as_loaded import on_a_device
 from gpulint.semantic.survey import own_nodes, position
 
@@ -168,12 +169,9 @@ def _part_read(model: SemanticModel, part: ast.expr) -> Optional[List[ast.expr]]
 
 
 def _value_builtin(model: SemanticModel, call: ast.Call) -> bool:
-    """A builtin that gives a Python value (``print(model)``, ``range(n)``): it neither moves nor
-    keeps what it is given."""
-    func = call.func
-    return isinstance(func, ast.Name) and func.id in VALUE_BUILTINS | {"print", "range"} and (
-        not model.binders(model.scope_at(func).resolve(func.id))
-    )
+    """A builtin that gives a Python value (``print(model)``, ``isinstance(model, Net)``): it neither
+    moves nor keeps what it is given."""
+    return model.is_builtin(call.func, PYTHON_BUILTINS)
 
 
 def _keeps_nothing(model: SemanticModel, call: ast.Call) -> bool:
