@@ -13,7 +13,9 @@ precision = TP / (TP + TRIVIAL + FP), the known-TP recall (judged TPs and MISS r
 reported), the strict precision (a checkpoint the repository saves from the CPU today counted as
 a false alarm), the findings not yet judged, and every offered fix that the verdicts say must not be
 offered: a *safe* fix at a site where the fix changes behaviour, or any fix at a site where it is
-wrong. ``--results`` writes the figures only when every finding is judged. A checkout whose Python
+wrong. ``--results`` writes the figures only when every finding is judged and every repository has a
+checkout; ``--allow-missing`` scores the checkouts there are (a repository deleted or made private
+since it was pinned), naming the ones left out and leaving out their verdicts too. A checkout whose Python
 files or notebooks do not number what the manifest counts in its commit is named, since findings in
 the files it lacks are not measured.
 
@@ -266,14 +268,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--verdicts", type=Path, default=VERDICTS)
     parser.add_argument("--jobs", type=int, help="passed to gpulint --jobs")
     parser.add_argument("--unjudged", type=Path, metavar="TSV", help="write the findings not yet judged here, as rows to fill in")
-    parser.add_argument("--results", type=Path, metavar="JSON", help="write the figures here (refused while findings are unjudged)")
+    parser.add_argument("--results", type=Path, metavar="JSON", help="write the figures here (refused while findings are unjudged or checkouts missing)")
+    parser.add_argument("--allow-missing", action="store_true", help="score the checkouts there are, leaving out the repositories without one (and their verdicts)")
     args = parser.parse_args(argv)
     try:
         manifest = read_manifest(args.manifest)
         verdicts = read_verdicts(args.verdicts) if args.verdicts.exists() else []
         missing = [row["repo"] for row in manifest if not checkout_folder(args.src, row["repo"]).is_dir()]
-        if missing:
+        if missing and not args.allow_missing:
             raise InputError(f"no checkout under {args.src} for: {', '.join(missing)}")
+        manifest = [row for row in manifest if row["repo"] not in missing]
+        verdicts = [verdict for verdict in verdicts if verdict.repo not in missing]
         findings: List[Finding] = []
         skipped: Dict[str, List[str]] = {}
         incomplete: Dict[str, str] = {}
@@ -291,6 +296,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
     scored = score(findings, verdicts)
     print(f"{len(manifest)} repositories, {len(findings)} findings, {len(verdicts)} verdict rows")
+    if missing:
+        print(f"{len(missing)} repositories left out, without a checkout (their verdicts too): {', '.join(missing)}")
     print_table(scored["rules"])
     for repo, difference in incomplete.items():
         print(f"{repo}: {difference}")
@@ -305,6 +312,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.results:
         if scored["unjudged"]:
             sys.stderr.write("wild.py: not writing results while findings are unjudged\n")
+            return 1
+        if missing:
+            sys.stderr.write("wild.py: not writing results while repositories of the manifest have no checkout\n")
             return 1
         results = {
             "repositories": len(manifest),

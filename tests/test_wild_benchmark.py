@@ -140,6 +140,21 @@ def test_malformed_verdicts_and_missing_checkouts_are_errors(tmp_path):
     assert completed.returncode == 2 and "other/empty" in completed.stderr
 
 
+def test_allow_missing_scores_the_checkouts_there_are_and_writes_no_results(tmp_path):
+    missed = "other/empty\tutil.py\t1\t-\tGPU001\tMISS\t-\ta load the rule should see\n"
+    _setup(tmp_path, ALL_JUDGED + missed)
+    (tmp_path / "src" / "other__empty" / "util.py").unlink()
+    (tmp_path / "src" / "other__empty").rmdir()
+    results = tmp_path / "results.json"
+    completed = _run(tmp_path, "--allow-missing", "--unjudged", str(tmp_path / "unjudged.tsv"))
+    assert completed.returncode == 0, completed.stderr
+    assert "1 repositories, 3 findings, 3 verdict rows" in completed.stdout
+    assert "1 repositories left out, without a checkout (their verdicts too): other/empty" in completed.stdout
+    assert "1.0 (2/2)" in completed.stdout, "the left-out repository's MISS row is no known TP"
+    completed = _run(tmp_path, "--allow-missing", "--results", str(results))
+    assert completed.returncode == 1 and "no checkout" in completed.stderr and not results.exists()
+
+
 def test_the_committed_verdicts_are_well_formed_and_cover_the_manifest():
     sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
