@@ -193,6 +193,16 @@ def on_a_device(argument: ast.expr) -> bool:
     return any(_names_a_device(value) for value in given)
 
 
+def made_on_a_device(call: ast.Call) -> bool:
+    """A tensor made on a device the code names or on the GPU: ``torch.zeros(n, device=device)``,
+    ``torch.randn(1, 3, device="cuda")`` (any call given ``device=``, not ``device="cpu"``)."""
+    given = [keyword.value for keyword in call.keywords if keyword.arg == "device"]
+    return any(
+        _names_a_device(value) or (isinstance(value, ast.Constant) and str(value.value).startswith("cuda"))
+        for value in given
+    )
+
+
 def _names_a_device(value: ast.expr) -> bool:
     spelt = value.id if isinstance(value, ast.Name) else value.attr if isinstance(value, ast.Attribute) else ""
     return "device" in spelt.lower()

@@ -14,7 +14,10 @@ A whole pickled module is the same: ``decoder = torch.load(path)`` and then ``ge
 where ``generate`` calls ``decoder(inp, hidden)`` after ``inp = inp.cuda()``, or ``self.model =
 torch.load(path)`` and ``model = self.model; model(x.to(self.device))``. A ``torch.load`` holds a
 module the file runs unmoved (:func:`unmoved_loaded_module`) where the name or ``self`` attribute the
-load is bound to is called somewhere, and every read of it, followed through plain aliases
+load is bound to (also with an annotation, or the module under a key of the loaded checkpoint:
+``model = torch.load(path)["model"]``) is called somewhere, or, where the code calls a method of
+``torch.nn.Module`` on it (``model.eval()``: a module, not a vocabulary), a method its own class
+defines is (``model.predict(x.cuda())``), and every read of it, followed through plain aliases
 (``model = self.model``) and into the parameters of the module's functions it is passed to, is a
 call of it, a method call that does not move it or reach its submodules (``init_hidden(1)``,
 ``eval()``; not ``type``, ``apply`` or ``modules``), a read of a part that nothing moves, binds,
@@ -22,8 +25,9 @@ stores or hands on but torch's functions and value builtins, or an item of a lis
 to: nothing in the file moves it, and no read gives it to code gpulint does not read. A load kept on
 ``self`` of a class with a base (a ``torch.nn`` module may be moved as a whole) is not decided. The
 function that runs it (or the module's own code, for a run there) must move something to a device
-(``.cuda()``, ``.to("cuda")``, ``.to(device)``; not a cast to a dtype): one that leaves its inputs on
-the CPU would run a module mapped there too.
+(``.cuda()``, ``.to("cuda")``, ``.to(device)``, or make a tensor there: ``torch.zeros(n,
+device=device)``; not a cast to a dtype): one that leaves its inputs on the CPU would run a module
+mapped there too.
 """
 
 from __future__ import annotations
@@ -33,10 +37,10 @@ from typing import Dict, List, Optional, Set
 
 from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.torch_api import (
-    DEVICE_MOVES, JIT_LOAD, LOADERS, MODULE_RETURNING_METHODS, SUBMODULE_REACHING_METHODS,
+    DEVICE_MOVES, JIT_LOAD, LOADERS, MODULE_API, MODULE_RETURNING_METHODS, SUBMODULE_REACHING_METHODS,
 )
 from gpulint.semantic.one_example import PYTHON_BUILTINS
-from gpulint.semantic.run_as_loaded import on_a_device
+from gpulint.semantic.run_as_loaded import made_on_a_device, on_a_device
 from gpulint.semantic.survey import own_nodes, position
 
 
@@ -62,10 +66,9 @@ def unmoved_loaded_module(model: SemanticModel, call: ast.Call) -> bool:
     module docstring)."""
     if not model.resolved_names(call.func) & LOADERS:
         return False
-    statement = model.parent(call)
-    if not (isinstance(statement, ast.Assign) and statement.value is call and len(statement.targets) == 1):
+    target = _bound_module(model, call)
+    if target is None:
         return False
-    target = statement.targets[0]
     if isinstance(target, ast.Attribute) and _owner_may_move(model, target):
         return False
     reads = model.target_reads(target)
@@ -74,6 +77,8 @@ def unmoved_loaded_module(model: SemanticModel, call: ast.Call) -> bool:
     pending: List[ast.expr] = list(reads)
     seen: Set[int] = set()
     runs: List[ast.Call] = []
+    method_runs: List[ast.Call] = []
+    a_module = False
     while pending:
         read = pending.pop()
         if id(read) in seen:
@@ -83,20 +88,72 @@ def unmoved_loaded_module(model: SemanticModel, call: ast.Call) -> bool:
         if isinstance(parent, ast.Call) and parent.func is read:
             runs.append(parent)
             continue
+        run = _own_method_run(model, read)
+        if run is not None:
+            method_runs.append(run)
+            continue
+        a_module = a_module or _module_method_called(model, read)
         followed = _followed_reads(model, read)
         if followed is None:
             return False
         pending.extend(followed)
+    if a_module:
+        runs.extend(method_runs)
     return any(_moves_values_around(model, run) for run in runs)
+
+
+def _bound_module(model: SemanticModel, call: ast.Call) -> Optional[ast.expr]:
+    """The one target the load's module is bound to: ``model = torch.load(path)``, ``model:
+    nn.Module = torch.load(path)``, or the module kept under a key of the loaded checkpoint
+    (``model = torch.load(path)["model"]``); None for anything else."""
+    loaded: ast.expr = call
+    statement = model.parent(call)
+    if isinstance(statement, ast.Subscript) and statement.value is call and isinstance(statement.slice, ast.Constant):
+        loaded, statement = statement, model.parent(statement)
+    if isinstance(statement, ast.Assign) and statement.value is loaded and len(statement.targets) == 1:
+        return statement.targets[0]
+    if isinstance(statement, ast.AnnAssign) and statement.value is loaded:
+        return statement.target
+    return None
+
+
+def _method_call(model: SemanticModel, read: ast.expr) -> Optional[ast.Call]:
+    """``read.name(...)``: the call of a method of what ``read`` names; None for any other read."""
+    parent = model.parent(read)
+    if not (isinstance(parent, ast.Attribute) and parent.value is read):
+        return None
+    call = model.parent(parent)
+    return call if isinstance(call, ast.Call) and call.func is parent else None
+
+
+def _own_method_run(model: SemanticModel, read: ast.expr) -> Optional[ast.Call]:
+    """A call of a method the loaded object's own class defines (``read.predict(x)``,
+    ``read.generate(tokens)``: not one of ``torch.nn.Module``'s, nor a dunder name), which runs a
+    module where it is; None for any other read."""
+    call = _method_call(model, read)
+    if call is None or not isinstance(call.func, ast.Attribute):
+        return None
+    name = call.func.attr
+    return None if name in MODULE_API | DEVICE_MOVES | SUBMODULE_REACHING_METHODS or name.startswith("__") else call
+
+
+def _module_method_called(model: SemanticModel, read: ast.expr) -> bool:
+    """``read.eval()``, ``read.parameters()``: a method of ``torch.nn.Module`` called on it, which
+    shows the loaded object is a module (its own methods run it, not a vocabulary's lookups)."""
+    call = _method_call(model, read)
+    return call is not None and isinstance(call.func, ast.Attribute) and call.func.attr in MODULE_API
 
 
 def _moves_values_around(model: SemanticModel, run: ast.Call) -> bool:
     """Whether the function that runs the module (or the module's own statements) moves anything
-    to a device (``.cuda()``, ``.to("cuda")``, ``.to(device)``, not a dtype cast): where nothing is
-    moved, its inputs stay on the CPU, where a module mapped there runs too."""
+    to a device or makes a tensor there (``.cuda()``, ``.to("cuda")``, ``.to(device)``,
+    ``torch.zeros(n, device=device)``; not a dtype cast): where nothing is moved, its inputs stay on
+    the CPU, where a module mapped there runs too."""
     function = model.innermost_function(run)
     statements = function.node.body if function is not None else model.tree.body
-    return any(isinstance(node, ast.Call) and on_a_device(node) for node in own_nodes(statements))
+    return any(
+        isinstance(node, ast.Call) and (on_a_device(node) or made_on_a_device(node)) for node in own_nodes(statements)
+    )
 
 
 def _owner_may_move(model: SemanticModel, target: ast.Attribute) -> bool:
