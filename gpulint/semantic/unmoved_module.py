@@ -16,7 +16,7 @@ torch.load(path)`` and ``model = self.model; model(x.to(self.device))``. A ``tor
 module the file runs unmoved (:func:`unmoved_loaded_module`) where the name or ``self`` attribute the
 load is bound to (also with an annotation, or the module under a key of the loaded checkpoint:
 ``model = torch.load(path)["model"]``) is called somewhere, or, where the code calls a method of
-``torch.nn.Module`` on it (``model.eval()``: a module, not a vocabulary), a method its own class
+``torch.nn.Module`` that tensors lack on it (``model.eval()``: a module, not a vocabulary), a method its own class
 defines is (``model.predict(x.cuda())``), and every read of it, followed through plain aliases
 (``model = self.model``) and into the parameters of the module's functions it is passed to, is a
 call of it, a method call that does not move it or reach its submodules (``init_hidden(1)``,
@@ -37,7 +37,8 @@ from typing import Dict, List, Optional, Set
 
 from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.torch_api import (
-    DEVICE_MOVES, JIT_LOAD, LOADERS, MODULE_API, MODULE_RETURNING_METHODS, SUBMODULE_REACHING_METHODS,
+    DEVICE_MOVES, JIT_LOAD, LOADERS, MODULE_API, MODULE_ONLY_METHODS, MODULE_RETURNING_METHODS,
+    SUBMODULE_REACHING_METHODS,
 )
 from gpulint.semantic.one_example import PYTHON_BUILTINS
 from gpulint.semantic.run_as_loaded import made_on_a_device, on_a_device
@@ -138,10 +139,11 @@ def _own_method_run(model: SemanticModel, read: ast.expr) -> Optional[ast.Call]:
 
 
 def _module_method_called(model: SemanticModel, read: ast.expr) -> bool:
-    """``read.eval()``, ``read.parameters()``: a method of ``torch.nn.Module`` called on it, which
-    shows the loaded object is a module (its own methods run it, not a vocabulary's lookups)."""
+    """``read.eval()``, ``read.parameters()``: a method of ``torch.nn.Module`` that tensors lack
+    (:data:`~gpulint.semantic.torch_api.MODULE_ONLY_METHODS`) called on it, which shows the loaded
+    object is a module (its own methods run it, not a vocabulary's lookups or a tensor's methods)."""
     call = _method_call(model, read)
-    return call is not None and isinstance(call.func, ast.Attribute) and call.func.attr in MODULE_API
+    return call is not None and isinstance(call.func, ast.Attribute) and call.func.attr in MODULE_ONLY_METHODS
 
 
 def _moves_values_around(model: SemanticModel, run: ast.Call) -> bool:
