@@ -39,7 +39,7 @@ def _public_module_classes(namespace) -> set:
 
 @pytest.mark.parametrize(
     "name", ["GRAD_OFF", "SET_GRAD_ENABLED", "LOADERS", "EMPTY_CACHE", "AUTOGRAD_ENTRY_POINTS", "MODULE_CONVERSIONS",
-             "ARRAY_ONLY_FUNCTIONS", "EXPORTERS", "CPU_FABRICATIONS", "DEFAULT_DEVICE_SETTERS"],
+             "ARRAY_ONLY_FUNCTIONS", "EXPORTERS", "CPU_FABRICATIONS", "DEVICE_TAKING_MAKERS", "DEFAULT_DEVICE_SETTERS"],
 )
 def test_qualified_names_resolve(name):
     names = getattr(torch_api, name)
@@ -208,6 +208,24 @@ def test_fabrications_make_cpu_tensors_without_a_device():
         function = getattr(torch, qualified.rpartition(".")[2])
         made = function(*arguments.get(qualified, (2,)))
         assert isinstance(made, torch.Tensor) and made.device.type == "cpu", qualified
+
+
+def test_device_taking_makers_make_their_tensor_on_the_device_given():
+    """Each of ``DEVICE_TAKING_MAKERS`` takes ``device=`` and makes its tensor there (the meta
+    device: no memory, and no accelerator needed)."""
+    like = torch.zeros(2)
+    arguments = {"torch.full": ((2,), 0.5), "torch.randint": (5, (2,)), "torch.normal": (0.0, 1.0, (2,)),
+                 "torch.linspace": (0.0, 1.0, 3), "torch.logspace": (0.0, 1.0, 3), "torch.tensor": ([1, 2],),
+                 "torch.as_tensor": ([1, 2],), "torch.full_like": (like, 0.5), "torch.randint_like": (like, 5)}
+    for qualified in torch_api.DEVICE_TAKING_MAKERS:
+        name = qualified.rpartition(".")[2]
+        given = arguments.get(qualified, (like,) if name.endswith("_like") else (2,))
+        made = getattr(torch, name)(*given, device="meta")
+        assert isinstance(made, torch.Tensor) and made.device.type == "meta", qualified
+
+
+def test_accelerator_moves_are_the_device_moves_but_cpu():
+    assert torch_api.ACCELERATOR_MOVES < torch_api.DEVICE_MOVES and "cpu" not in torch_api.ACCELERATOR_MOVES
 
 
 def test_shape_factories_allocate_floating_tensors():

@@ -30,7 +30,10 @@ from typing import Callable, List, Optional
 
 from gpulint.semantic.model import Place, SemanticModel
 from gpulint.semantic.reached_reads import reached_reads
-from gpulint.semantic.torch_api import MODE_SWITCHES, MULTI_DEVICE_WORDS, PLACEMENT_KEEPING_METHODS, VARIABLE
+from gpulint.semantic.survey import ast_dotted_name
+from gpulint.semantic.torch_api import (
+    DEVICE_CONTEXT, DEVICE_TAKING_MAKERS, MODE_SWITCHES, MULTI_DEVICE_WORDS, PLACEMENT_KEEPING_METHODS, VARIABLE,
+)
 
 Placement = Callable[[ast.expr], bool]
 """Whether an expression puts its value where the run needs the loaded value to be."""
@@ -173,36 +176,62 @@ def _moves(value: ast.expr, name: str, placed: Placement) -> bool:
 
 
 def moved_to_the_gpu(argument: ast.expr) -> bool:
-    """``x.cuda()``, ``x[None].cuda()``, ``x.to("cuda")``, ``x.to("cuda:0")``."""
+    """``x.cuda()``, ``x[None].cuda()``, ``x.to("cuda")``, ``x.to("cuda:0")``, ``x.to(f"cuda:{rank}")``,
+    ``x.to(torch.device("cuda"))``, ``x.to(0)`` (:func:`spells_the_gpu`), given first or as ``device=``."""
     if not (isinstance(argument, ast.Call) and isinstance(argument.func, ast.Attribute)):
         return False
-    if argument.func.attr == "cuda":
-        return True
-    first = argument.args[0] if argument.args else None
-    return argument.func.attr == "to" and isinstance(first, ast.Constant) and str(first.value).startswith("cuda")
+    return argument.func.attr == "cuda" or (argument.func.attr == "to" and any(spells_the_gpu(value) for value in _devices_given(argument)))
 
 
 def on_a_device(argument: ast.expr) -> bool:
     """What :func:`moved_to_the_gpu` takes, or ``x.to(device)``: a device the code names (a name or
-    attribute spelt with ``device``), given first or as ``device=``."""
+    attribute spelt with ``device``, also in ``torch.device(...)``), given first or as ``device=``."""
     if moved_to_the_gpu(argument):
         return True
     if not (isinstance(argument, ast.Call) and isinstance(argument.func, ast.Attribute) and argument.func.attr == "to"):
         return False
-    given = [*argument.args[:1], *(keyword.value for keyword in argument.keywords if keyword.arg == "device")]
-    return any(_names_a_device(value) for value in given)
+    return any(_names_a_device(value) for value in _devices_given(argument))
 
 
-def made_on_a_device(call: ast.Call) -> bool:
-    """A tensor made on a device the code names or on the GPU: ``torch.zeros(n, device=device)``,
-    ``torch.randn(1, 3, device="cuda")`` (any call given ``device=``, not ``device="cpu"``)."""
-    given = [keyword.value for keyword in call.keywords if keyword.arg == "device"]
-    return any(
-        _names_a_device(value) or (isinstance(value, ast.Constant) and str(value.value).startswith("cuda"))
-        for value in given
-    )
+def made_on_a_device(model: SemanticModel, call: ast.Call) -> bool:
+    """A tensor one of torch's makers (:data:`~gpulint.semantic.torch_api.DEVICE_TAKING_MAKERS`)
+    makes on the GPU or on a device the code names: ``torch.zeros(n, device=device)``,
+    ``torch.randn(1, 3, device="cuda")``; not ``device="cpu"``, nor another call given a device
+    (``torch.Generator(device=device)``)."""
+    if not model.resolved_names(call.func) & DEVICE_TAKING_MAKERS:
+        return False
+    return any(spells_the_gpu(keyword.value) or _names_a_device(keyword.value) for keyword in call.keywords if keyword.arg == "device")
+
+
+def spells_the_gpu(value: ast.expr) -> bool:
+    """A device spelt as the GPU: ``"cuda"``, ``"cuda:1"``, ``f"cuda:{rank}"``, a device index
+    (``0``), or ``torch.device`` given one of them."""
+    if isinstance(value, ast.Constant):
+        return str(value.value).startswith("cuda") or (isinstance(value.value, int) and not isinstance(value.value, bool))
+    if isinstance(value, ast.JoinedStr):
+        first = value.values[0] if value.values else None
+        return isinstance(first, ast.Constant) and str(first.value).startswith("cuda")
+    device = _device_made(value)
+    return device is not None and spells_the_gpu(device)
+
+
+def _devices_given(call: ast.Call) -> List[ast.expr]:
+    """The device a ``to`` call is given, first or as ``device=``."""
+    return [*call.args[:1], *(keyword.value for keyword in call.keywords if keyword.arg == "device")]
+
+
+def _device_made(value: ast.expr) -> Optional[ast.expr]:
+    """``torch.device(x)``: the ``x`` given, as the call spells it; None for anything else."""
+    if not (isinstance(value, ast.Call) and value.args and ast_dotted_name(value.func) == DEVICE_CONTEXT):
+        return None
+    return value.args[0]
 
 
 def _names_a_device(value: ast.expr) -> bool:
+    """A name or attribute spelt with ``device`` (``device``, ``self.device``, ``args.device``), or
+    ``torch.device`` given one."""
+    device = _device_made(value)
+    if device is not None:
+        return _names_a_device(device)
     spelt = value.id if isinstance(value, ast.Name) else value.attr if isinstance(value, ast.Attribute) else ""
     return "device" in spelt.lower()

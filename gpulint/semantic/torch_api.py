@@ -469,6 +469,8 @@ TQDM = frozenset({"tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm"})
 """Progress bars that yield what they wrap, as it is."""
 DEVICE_MOVES = frozenset({"to", "cuda", "cpu"})
 """Methods of tensors and modules that put them on a device the code chooses."""
+ACCELERATOR_MOVES = DEVICE_MOVES - {"cpu"}
+"""The moves that may put a tensor or module on an accelerator (``cpu()`` only takes it off one)."""
 SUBMODULE_REACHING_METHODS = frozenset({"type", "apply", "_apply", "modules", "children", "named_modules", "named_children"})
 """Methods of ``nn.Module`` that may move it (``model.type(torch.cuda.FloatTensor)``,
 ``model.apply(fn)``) or hand out its submodules for code to move (``for m in model.modules(): m.cuda()``)."""
@@ -486,14 +488,23 @@ TENSOR_REGISTRATIONS = frozenset({BUFFER_REGISTRATION, "register_parameter"})
 they are given first."""
 VARIABLE = "torch.autograd.Variable"
 """The tensor wrapper of older torch: since 0.4 it returns the tensor it is given."""
-CPU_FABRICATIONS = frozenset(
+NUMBER_FACTORIES = frozenset(
     {f"{TORCH_PACKAGE}.{name}" for name in SHAPE_FACTORIES if not name.endswith("_like")}
     | {f"{TORCH_PACKAGE}.{name}" for name in (LITERAL_TENSOR, RANGE_FUNCTION, "randint", "linspace", "eye", "as_tensor")}
-    | {f"{TORCH_PACKAGE}.{kind}Tensor" for kind in ("", "Float", "Double", "Long", "Int", "Byte", "Bool")}
 )
+"""torch's functions that make a tensor out of the numbers, shapes and Python lists they are given."""
+LEGACY_TENSOR_CLASSES = frozenset({f"{TORCH_PACKAGE}.{kind}Tensor" for kind in ("", "Float", "Double", "Long", "Int", "Byte", "Bool")})
+"""The tensor classes of older torch, called to make a CPU tensor (``torch.FloatTensor(2, 3)``)."""
+CPU_FABRICATIONS = NUMBER_FACTORIES | LEGACY_TENSOR_CLASSES
 """Functions and legacy tensor classes that make a tensor out of nothing but the numbers, shapes and
 Python lists they are given: without a ``device`` argument (and with no default device set), on the
 CPU. GPU004 reads a forward pass given only such tensors as a smoke test on the CPU."""
+DEVICE_TAKING_MAKERS = NUMBER_FACTORIES | frozenset(
+    {f"{TORCH_PACKAGE}.{name}" for name in SHAPE_FACTORIES if name.endswith("_like")}
+    | {f"{TORCH_PACKAGE}.{name}" for name in ("randint_like", "randperm", "logspace")}
+)
+"""torch's functions that make a tensor where their ``device`` argument says (``torch.zeros(n,
+device=device)``): ``semantic.run_as_loaded`` reads one given a device as an input made there."""
 DEFAULT_DEVICE_SETTERS = frozenset({"torch.set_default_device", "torch.set_default_tensor_type"})
 """Functions that make torch's factories allocate on another device (``torch.set_default_device("cuda")``)."""
 DEVICE_CONTEXT = "torch.device"

@@ -14,20 +14,24 @@ A whole pickled module is the same: ``decoder = torch.load(path)`` and then ``ge
 where ``generate`` calls ``decoder(inp, hidden)`` after ``inp = inp.cuda()``, or ``self.model =
 torch.load(path)`` and ``model = self.model; model(x.to(self.device))``. A ``torch.load`` holds a
 module the file runs unmoved (:func:`unmoved_loaded_module`) where the name or ``self`` attribute the
-load is bound to (also with an annotation, or the module under a key of the loaded checkpoint:
-``model = torch.load(path)["model"]``) is called somewhere, or, where the code calls a method of
-``torch.nn.Module`` that tensors lack on it (``model.eval()``: a module, not a vocabulary), a method its own class
-defines is (``model.predict(x.cuda())``), and every read of it, followed through plain aliases
-(``model = self.model``) and into the parameters of the module's functions it is passed to, is a
-call of it, a method call that does not move it or reach its submodules (``init_hidden(1)``,
-``eval()``; not ``type``, ``apply`` or ``modules``), a read of a part that nothing moves, binds,
-stores or hands on but torch's functions and value builtins, or an item of a list it is appended
-to: nothing in the file moves it, and no read gives it to code gpulint does not read. A load kept on
-``self`` of a class with a base (a ``torch.nn`` module may be moved as a whole) is not decided. The
-function that runs it (or the module's own code, for a run there) must move something to a device
-(``.cuda()``, ``.to("cuda")``, ``.to(device)``, or make a tensor there: ``torch.zeros(n,
-device=device)``; not a cast to a dtype): one that leaves its inputs on the CPU would run a module
-mapped there too.
+load is bound to (also with an annotation, or the module under constant keys of the loaded
+checkpoint, put through methods that return it unmoved: ``model = torch.load(path)["model"].eval()``,
+or ``checkpoint = torch.load(path)`` and then ``model = checkpoint["model"]``) is called somewhere
+(also as ``model.forward(x)``), or, where the code calls a method of ``torch.nn.Module`` that tensors
+lack on it (``model.eval()``: a module, not a vocabulary), a method its own class defines is
+(``model.predict(x.cuda())``, ``model.eval().generate(x.cuda())``), and every read of it, followed
+through plain aliases (``model = self.model``), keys bound to a name and into the parameters of the
+module's functions it is passed to, is a call of it, a method call that does not move it or reach
+its submodules (``init_hidden(1)``, ``eval()``; not ``type``, ``apply`` or ``modules``) and whose
+result, where it is a module (called, put through a method tensors lack, or moved as a statement of
+its own), is not moved (``model.fuse().cuda()`` may move the loaded module itself), a read of a part
+that nothing moves, binds, stores or hands on but torch's functions and value builtins, or an item of
+a list it is appended to: nothing in the file moves it, and no read gives it to code gpulint does
+not read. A load kept on ``self`` of a class with a base (a ``torch.nn`` module may be moved as a
+whole) is not decided. The function that runs it (or the module's own code, for a run there) must
+move something to a device (``.cuda()``, ``.to("cuda")``, ``.to(device)``, or make a tensor there
+with one of torch's makers: ``torch.zeros(n, device=device)``; not a cast to a dtype): one that
+leaves its inputs on the CPU would run a module mapped there too.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from typing import Dict, List, Optional, Set
 
 from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.torch_api import (
-    DEVICE_MOVES, JIT_LOAD, LOADERS, MODULE_API, MODULE_ONLY_METHODS, MODULE_RETURNING_METHODS,
+    ACCELERATOR_MOVES, DEVICE_MOVES, JIT_LOAD, LOADERS, MODULE_API, MODULE_CALL_METHOD, MODULE_ONLY_METHODS, MODULE_RETURNING_METHODS,
     SUBMODULE_REACHING_METHODS,
 )
 from gpulint.semantic.one_example import PYTHON_BUILTINS
@@ -89,11 +93,13 @@ def unmoved_loaded_module(model: SemanticModel, call: ast.Call) -> bool:
         if isinstance(parent, ast.Call) and parent.func is read:
             runs.append(parent)
             continue
-        run = _own_method_run(model, read)
-        if run is not None:
-            method_runs.append(run)
-            continue
         a_module = a_module or _module_method_called(model, read)
+        run = _own_method_run(model, read)
+        if run is not None and _result_moved(model, run):
+            return False
+        if run is not None:
+            (runs if _method_name(run) == MODULE_CALL_METHOD else method_runs).append(run)
+            continue
         followed = _followed_reads(model, read)
         if followed is None:
             return False
@@ -105,15 +111,38 @@ def unmoved_loaded_module(model: SemanticModel, call: ast.Call) -> bool:
 
 def _bound_module(model: SemanticModel, call: ast.Call) -> Optional[ast.expr]:
     """The one target the load's module is bound to: ``model = torch.load(path)``, ``model:
-    nn.Module = torch.load(path)``, or the module kept under a key of the loaded checkpoint
-    (``model = torch.load(path)["model"]``); None for anything else."""
-    loaded: ast.expr = call
-    statement = model.parent(call)
-    if isinstance(statement, ast.Subscript) and statement.value is call and isinstance(statement.slice, ast.Constant):
-        loaded, statement = statement, model.parent(statement)
-    if isinstance(statement, ast.Assign) and statement.value is loaded and len(statement.targets) == 1:
+    nn.Module = torch.load(path)``, or the module kept under keys of the loaded checkpoint and put
+    through methods that return it unmoved (``model = torch.load(path)["model"]["net"].eval()``);
+    None for anything else."""
+    return _binding_of(model, _module_of(model, call))
+
+
+def _module_of(model: SemanticModel, loaded: ast.expr, keys: bool = True) -> ast.expr:
+    """The outermost of ``loaded["key"]...`` (constant keys, where ``keys``) put through methods that
+    return the module without moving it (``.eval()``, ``.float()``; not ``.to``, ``.cuda``, ``.cpu``)."""
+    node = loaded
+    while True:
+        parent = model.parent(node)
+        if keys and isinstance(parent, ast.Subscript) and parent.value is node and isinstance(parent.slice, ast.Constant):
+            node = parent
+            continue
+        call = model.parent(parent) if isinstance(parent, ast.Attribute) and parent.value is node else None
+        if (
+            isinstance(parent, ast.Attribute) and isinstance(call, ast.Call) and call.func is parent
+            and parent.attr in MODULE_RETURNING_METHODS - DEVICE_MOVES
+        ):
+            node = call
+            continue
+        return node
+
+
+def _binding_of(model: SemanticModel, module: ast.expr) -> Optional[ast.expr]:
+    """The target ``module`` is bound to as the whole value of an assignment of one target; None
+    otherwise."""
+    statement = model.parent(module)
+    if isinstance(statement, ast.Assign) and statement.value is module and len(statement.targets) == 1:
         return statement.targets[0]
-    if isinstance(statement, ast.AnnAssign) and statement.value is loaded:
+    if isinstance(statement, ast.AnnAssign) and statement.value is module:
         return statement.target
     return None
 
@@ -128,14 +157,53 @@ def _method_call(model: SemanticModel, read: ast.expr) -> Optional[ast.Call]:
 
 
 def _own_method_run(model: SemanticModel, read: ast.expr) -> Optional[ast.Call]:
-    """A call of a method the loaded object's own class defines (``read.predict(x)``,
-    ``read.generate(tokens)``: not one of ``torch.nn.Module``'s, nor a dunder name), which runs a
-    module where it is; None for any other read."""
-    call = _method_call(model, read)
+    """A call of a method the loaded object's own class defines, also after methods that return
+    it unmoved (``read.predict(x)``, ``read.eval().generate(tokens)``: not one of ``torch.nn.Module``'s,
+    nor a dunder name), which runs a module where it is; None for any other read."""
+    call = _method_call(model, _module_of(model, read, keys=False))
     if call is None or not isinstance(call.func, ast.Attribute):
         return None
     name = call.func.attr
     return None if name in MODULE_API | DEVICE_MOVES | SUBMODULE_REACHING_METHODS or name.startswith("__") else call
+
+
+def _result_moved(model: SemanticModel, run: ast.Call) -> bool:
+    """Whether what a method of the loaded object returns is a module that is then moved to a
+    device: moved in a chain or through the one name the chain is bound to (``model.fuse().cuda()``,
+    ``fused = model.fuse()`` and then ``fused.to(device)``), and used as a module: called, put
+    through a method tensors lack, or moved as a statement of its own, which moves a module in place
+    (a tensor's ``to`` returns a copy). The method may return the loaded module itself. A hidden
+    state moved and handed to the module (``state = model.init_hidden(1).cuda()``) is no such
+    result, nor is an output moved back to the CPU."""
+    node, moved_in_chain = run, False
+    while _method_name(_method_call(model, node)) in MODULE_RETURNING_METHODS:
+        moved_in_chain = moved_in_chain or _method_name(_method_call(model, node)) in ACCELERATOR_MOVES
+        node = _method_call(model, node) or node
+    target = _binding_of(model, node)
+    holders = [node, *((model.target_reads(target) or []) if target is not None else [])]
+    if moved_in_chain and isinstance(model.parent(node), ast.Expr):
+        return True
+    moved = moved_in_chain or any(_method_name(_method_call(model, holder)) in ACCELERATOR_MOVES for holder in holders)
+    return moved and any(_used_as_a_module(model, holder) for holder in holders)
+
+
+def _used_as_a_module(model: SemanticModel, holder: ast.expr) -> bool:
+    """``holder(x)``, ``holder.eval()`` (a method tensors lack), or ``holder.cuda()`` as a statement
+    of its own (a module moves in place; a tensor's move returns a copy)."""
+    call = _method_call(model, holder)
+    name = _method_name(call)
+    return _called(model, holder) or name in MODULE_ONLY_METHODS or (
+        call is not None and name in ACCELERATOR_MOVES and isinstance(model.parent(call), ast.Expr)
+    )
+
+
+def _called(model: SemanticModel, node: ast.expr) -> bool:
+    parent = model.parent(node)
+    return isinstance(parent, ast.Call) and parent.func is node
+
+
+def _method_name(call: Optional[ast.Call]) -> Optional[str]:
+    return call.func.attr if call is not None and isinstance(call.func, ast.Attribute) else None
 
 
 def _module_method_called(model: SemanticModel, read: ast.expr) -> bool:
@@ -154,7 +222,7 @@ def _moves_values_around(model: SemanticModel, run: ast.Call) -> bool:
     function = model.innermost_function(run)
     statements = function.node.body if function is not None else model.tree.body
     return any(
-        isinstance(node, ast.Call) and (on_a_device(node) or made_on_a_device(node)) for node in own_nodes(statements)
+        isinstance(node, ast.Call) and (on_a_device(node) or made_on_a_device(model, node)) for node in own_nodes(statements)
     )
 
 
@@ -175,6 +243,10 @@ def _followed_reads(model: SemanticModel, read: ast.expr) -> Optional[List[ast.e
     bound by one ``def`` only, not a method a subclass may override), or of the items of the list it
     is appended to (:func:`_item_reads`); None for anything else (a move, a container, a call
     gpulint does not read)."""
+    module = _module_of(model, read)
+    target = _binding_of(model, module) if module is not read else None
+    if target is not None:
+        return model.target_reads(target)
     parent = model.parent(read)
     if isinstance(parent, ast.Attribute) and parent.value is read:
         call = model.parent(parent)
