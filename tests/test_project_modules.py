@@ -171,3 +171,40 @@ def test_the_same_file_in_two_folders_is_cached_apart(tmp_path):
 
     assert fix_in("plain") == "unsafe"
     assert fix_in("hooked") is None
+
+
+TEST_FUNCTION = """\
+import torch
+
+
+def testing(loader, model, device):
+    model.eval()
+    with torch.no_grad():
+        return [model(inputs.to(device)).argmax(-1) for inputs in loader]
+"""
+TEST_FUNCTION_MOVING_THE_MODEL = TEST_FUNCTION.replace("    model.eval()\n", "    model.to(device).eval()\n")
+TEST_SCRIPT = """\
+import torch
+from test import testing
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+model = torch.load("model.pt")
+print(testing(torch.load("batches.pt", map_location="cpu"), model, device))
+"""
+
+
+def test_a_cached_gpu001_fix_follows_the_imported_function_a_model_is_handed_to(tmp_path):
+    """The model is run unmoved by ``testing`` in ``test.py``: no fix; once ``testing`` moves it,
+    the unsafe fix comes back, the cached result notwithstanding."""
+    _write(tmp_path, {"test.py": TEST_FUNCTION, "main_test.py": TEST_SCRIPT, "pyproject.toml": "[tool.gpulint]\n"})
+
+    def fix_of_the_finding() -> object:
+        report = json.loads(run_gpulint(["check", "--format", "json", "main_test.py"], cwd=tmp_path).stdout)
+        [finding] = [item for item in report if item["code"] == "GPU001"]
+        return finding["fix"] and finding["fix"]["applicability"]
+
+    assert fix_of_the_finding() is None
+    (tmp_path / "test.py").write_text(TEST_FUNCTION_MOVING_THE_MODEL, encoding="utf-8")
+    assert fix_of_the_finding() == "unsafe"
+    (tmp_path / "test.py").write_text(TEST_FUNCTION, encoding="utf-8")
+    assert fix_of_the_finding() is None

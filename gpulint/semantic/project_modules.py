@@ -22,6 +22,7 @@ import io
 import os
 import sys
 import tokenize
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Tuple
 
@@ -68,6 +69,28 @@ def imported_classes(model: SemanticModel, path: str, node: ast.expr) -> List[as
     names (:func:`project_modules` looks for files the same way), where nothing else at the top of
     that file binds the name too. Empty where the name is bound otherwise, or the file or the class
     is not found."""
+    return [found.statement for found in _imported_definitions(model, path, node) if isinstance(found.statement, ast.ClassDef)]
+
+
+def imported_function(model: SemanticModel, path: str, node: ast.expr) -> Optional[ImportedDefinition]:
+    """The project's one ``def`` (not ``async``) that ``node`` names through the file's imports, as
+    :func:`imported_classes` finds a class (``testing`` bound by ``from test import testing``), with
+    the source and path of its file; None where there is not exactly one."""
+    found = [found for found in _imported_definitions(model, path, node) if isinstance(found.statement, ast.FunctionDef)]
+    return found[0] if len(found) == 1 else None
+
+
+@dataclass(frozen=True)
+class ImportedDefinition:
+    """A statement at the top of a project module that defines what a file imports."""
+
+    statement: ast.stmt
+    tree: ast.Module
+    source: str
+    path: Path
+
+
+def _imported_definitions(model: SemanticModel, path: str, node: ast.expr) -> List[ImportedDefinition]:
     if isinstance(node, ast.Name):
         local, wanted = node.id, None
     elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
@@ -78,7 +101,7 @@ def imported_classes(model: SemanticModel, path: str, node: ast.expr) -> List[as
     if not _is_file(file):
         return []
     binding = model.scope_at(node).resolve(local)
-    found: List[ast.ClassDef] = []
+    found: List[ImportedDefinition] = []
     for statement in model.nodes(ast.Import) + model.nodes(ast.ImportFrom):
         if model.scope_at(statement).resolve(local) != binding:
             continue
@@ -98,11 +121,13 @@ def imported_classes(model: SemanticModel, path: str, node: ast.expr) -> List[as
                 ]
                 name = wanted
             for candidate in files:
-                module = _module_at(candidate)
-                if module is not None:
-                    classes = [child for child in module.body if isinstance(child, ast.ClassDef) and child.name == name]
-                    if len(classes) == 1 and _top_level_binders(module, name) == 1:
-                        found.extend(classes)
+                read = read_module(candidate)
+                if read is None:
+                    continue
+                source, module = read
+                defined = [child for child in module.body if isinstance(child, (ast.ClassDef, ast.FunctionDef)) and child.name == name]
+                if len(defined) == 1 and _top_level_binders(module, name) == 1:
+                    found.append(ImportedDefinition(defined[0], module, source, candidate))
     return found
 
 

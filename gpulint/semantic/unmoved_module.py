@@ -21,7 +21,9 @@ or ``checkpoint = torch.load(path)`` and then ``model = checkpoint["model"]``) i
 lack on it (``model.eval()``: a module, not a vocabulary), a method its own class defines is
 (``model.predict(x.cuda())``, ``model.eval().generate(x.cuda())``), and every read of it, followed
 through plain aliases (``model = self.model``), keys bound to a name and into the parameters of the
-module's functions it is passed to, is a call of it, a method call that does not move it or reach
+module's functions it is passed to (or of an undecorated function another module of the project
+defines, ``testing(loader, model, device)`` after ``from test import testing``, read in its own
+module), is a call of it, a method call that does not move it or reach
 its submodules (``init_hidden(1)``, ``eval()``; not ``type``, ``apply`` or ``modules``) and whose
 result, where it is a module (called, put through a method tensors lack, or moved as a statement of
 its own), is not moved (``model.fuse().cuda()`` may move the loaded module itself), a read of a part
@@ -37,9 +39,11 @@ leaves its inputs on the CPU would run a module mapped there too.
 from __future__ import annotations
 
 import ast
-from typing import Dict, List, Optional, Set
+from pathlib import Path
+from typing import Dict, List, Optional, Set, Tuple
 
-from gpulint.semantic.model import SemanticModel
+from gpulint.semantic.model import Function, SemanticModel
+from gpulint.semantic.project_modules import ImportedDefinition, imported_function
 from gpulint.semantic.torch_api import (
     ACCELERATOR_MOVES, DEVICE_MOVES, JIT_LOAD, LOADERS, MODULE_API, MODULE_CALL_METHOD, MODULE_ONLY_METHODS, MODULE_RETURNING_METHODS,
     SUBMODULE_REACHING_METHODS,
@@ -47,6 +51,10 @@ from gpulint.semantic.torch_api import (
 from gpulint.semantic.one_example import PYTHON_BUILTINS
 from gpulint.semantic.run_as_loaded import made_on_a_device, on_a_device
 from gpulint.semantic.survey import own_nodes, position
+
+
+Read = Tuple[SemanticModel, ast.expr]
+"""A read of a loaded module, with the semantic model of the module it is in."""
 
 
 def unmoved_script_module(model: SemanticModel, call: ast.Call) -> bool:
@@ -79,34 +87,34 @@ def unmoved_loaded_module(model: SemanticModel, call: ast.Call) -> bool:
     reads = model.target_reads(target)
     if not reads:
         return False
-    pending: List[ast.expr] = list(reads)
+    pending: List[Read] = [(model, read) for read in reads]
     seen: Set[int] = set()
-    runs: List[ast.Call] = []
-    method_runs: List[ast.Call] = []
+    runs: List[Tuple[SemanticModel, ast.Call]] = []
+    method_runs: List[Tuple[SemanticModel, ast.Call]] = []
     a_module = False
     while pending:
-        read = pending.pop()
+        where, read = pending.pop()
         if id(read) in seen:
             continue
         seen.add(id(read))
-        parent = model.parent(read)
+        parent = where.parent(read)
         if isinstance(parent, ast.Call) and parent.func is read:
-            runs.append(parent)
+            runs.append((where, parent))
             continue
-        a_module = a_module or _module_method_called(model, read)
-        run = _own_method_run(model, read)
-        if run is not None and _result_moved(model, run):
+        a_module = a_module or _module_method_called(where, read)
+        run = _own_method_run(where, read)
+        if run is not None and _result_moved(where, run):
             return False
         if run is not None:
-            (runs if _method_name(run) == MODULE_CALL_METHOD else method_runs).append(run)
+            (runs if _method_name(run) == MODULE_CALL_METHOD else method_runs).append((where, run))
             continue
-        followed = _followed_reads(model, read)
+        followed = _followed_reads(where, read)
         if followed is None:
             return False
         pending.extend(followed)
     if a_module:
         runs.extend(method_runs)
-    return any(_moves_values_around(model, run) for run in runs)
+    return any(_moves_values_around(where, run) for where, run in runs)
 
 
 def _bound_module(model: SemanticModel, call: ast.Call) -> Optional[ast.expr]:
@@ -235,8 +243,20 @@ def _owner_may_move(model: SemanticModel, target: ast.Attribute) -> bool:
     return owner is None or any(not (isinstance(base, ast.Name) and base.id == "object") for base in owner.node.bases)
 
 
-def _followed_reads(model: SemanticModel, read: ast.expr) -> Optional[List[ast.expr]]:
-    """What a read of a loaded module leads to: no further reads for a method call that does not
+def _followed_reads(model: SemanticModel, read: ast.expr) -> Optional[List[Read]]:
+    """What a read of a loaded module leads to (:func:`_reads_led_to`), or, where it is handed
+    positionally to a function the file imports from another module of the project
+    (``testing(loader, model, device)`` after ``from test import testing``), the reads of that
+    function's parameter in its own module (:func:`_imported_parameter_reads`)."""
+    led_to = _reads_led_to(model, read)
+    if led_to is not None:
+        return [(model, led) for led in led_to]
+    parent = model.parent(read)
+    return _imported_parameter_reads(model, parent, read) if isinstance(parent, ast.Call) else None
+
+
+def _reads_led_to(model: SemanticModel, read: ast.expr) -> Optional[List[ast.expr]]:
+    """What a read of a loaded module leads to in its own module: no further reads for a method call that does not
     move it (a chain of module-returning ones as a statement of its own) or a read of a part of it
     that moves nothing (:func:`_part_read`); the reads of the name or ``self`` attribute it is bound
     to alone, of the parameter of the module's function it is passed to positionally (a function
@@ -265,13 +285,53 @@ def _followed_reads(model: SemanticModel, read: ast.expr) -> Optional[List[ast.e
     if isinstance(appended, ast.Attribute) and appended.attr == "append" and parent.args == [read] and isinstance(appended.value, ast.Name):
         return _item_reads(model, appended.value)
     site = model.site_of.get(id(parent))
-    if site is None or site.callee is None or not model.defined_once(site.node.func):
+    callee = _local_callee(model, parent)
+    if site is None or callee is None:
         return None
     index = next((position for position, argument in model.positional_arguments(site) if argument is read), None)
-    if index is None or index >= len(site.callee.positional):
+    if index is None or index >= len(callee.positional):
         return None
-    parameter = site.callee.scope.resolve(site.callee.positional[index])
+    parameter = callee.scope.resolve(callee.positional[index])
     return [use for use in model.uses(parameter) if isinstance(use.ctx, ast.Load)]
+
+
+def _local_callee(model: SemanticModel, call: ast.Call) -> Optional[Function]:
+    """The function of the module that ``call`` calls, bound by one ``def`` only (not a method a
+    subclass may override); None for any other call."""
+    site = model.site_of.get(id(call))
+    return site.callee if site is not None and site.callee is not None and model.defined_once(site.node.func) else None
+
+
+def _imported_parameter_reads(model: SemanticModel, call: ast.Call, read: ast.expr) -> Optional[List[Read]]:
+    """The reads of the parameter that ``read``, given positionally (no unpacked argument before
+    it), fills in the one undecorated ``def`` of another module of the project that the call names
+    through the file's imports (:func:`~gpulint.semantic.project_modules.imported_function`), read
+    in that module; None where there is no such function or parameter."""
+    index = next((number for number, argument in enumerate(call.args) if argument is read), None)
+    if model.path is None or index is None or any(isinstance(argument, ast.Starred) for argument in call.args[: index + 1]):
+        return None
+    found = imported_function(model, model.path, call.func)
+    if found is None or not isinstance(found.statement, ast.FunctionDef) or found.statement.decorator_list:
+        return None
+    other = model.derived(_ImportedModules).of(found)
+    function = other.function(found.statement)
+    if function is None or index >= len(function.positional):
+        return None
+    parameter = function.scope.resolve(function.positional[index])
+    return [(other, use) for use in other.uses(parameter) if isinstance(use.ctx, ast.Load)]
+
+
+class _ImportedModules:
+    """The semantic models of the project modules whose functions a file's loaded modules are
+    handed to, built once per file."""
+
+    def __init__(self, model: SemanticModel) -> None:
+        self.built: Dict[Path, SemanticModel] = {}
+
+    def of(self, found: ImportedDefinition) -> SemanticModel:
+        if found.path not in self.built:
+            self.built[found.path] = SemanticModel(found.tree, found.source, str(found.path))
+        return self.built[found.path]
 
 
 def _part_read(model: SemanticModel, part: ast.expr) -> Optional[List[ast.expr]]:
