@@ -32,7 +32,7 @@ from gpulint.semantic.model import Place, SemanticModel
 from gpulint.semantic.reached_reads import reached_reads
 from gpulint.semantic.survey import ast_dotted_name
 from gpulint.semantic.torch_api import (
-    DEVICE_CONTEXT, DEVICE_TAKING_MAKERS, MODE_SWITCHES, MULTI_DEVICE_WORDS, PLACEMENT_KEEPING_METHODS, VARIABLE,
+    DEVICE_CONTEXT, DEVICE_NAME_WORDS, DEVICE_TAKING_MAKERS, MODE_SWITCHES, MULTI_DEVICE_WORDS, PLACEMENT_KEEPING_METHODS, VARIABLE,
 )
 
 Placement = Callable[[ast.expr], bool]
@@ -228,10 +228,10 @@ def _device_made(value: ast.expr) -> Optional[ast.expr]:
 
 
 def _names_a_device(value: ast.expr) -> bool:
-    """A name or attribute spelt with ``device`` (``device``, ``self.device``, ``args.device``), or
-    ``torch.device`` given one."""
+    """A name or attribute spelt with one of :data:`~gpulint.semantic.torch_api.DEVICE_NAME_WORDS`
+    (``device``, ``self.device``, ``args.gpu``, ``local_rank``), or ``torch.device`` given one."""
     device = _device_made(value)
     if device is not None:
         return _names_a_device(device)
     spelt = value.id if isinstance(value, ast.Name) else value.attr if isinstance(value, ast.Attribute) else ""
-    return "device" in spelt.lower()
+    return any(word in spelt.lower() for word in DEVICE_NAME_WORDS)

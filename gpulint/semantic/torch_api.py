@@ -507,6 +507,9 @@ DEVICE_TAKING_MAKERS = NUMBER_FACTORIES | frozenset(
 device=device)``): ``semantic.run_as_loaded`` reads one given a device as an input made there."""
 DEFAULT_DEVICE_SETTERS = frozenset({"torch.set_default_device", "torch.set_default_tensor_type"})
 """Functions that make torch's factories allocate on another device (``torch.set_default_device("cuda")``)."""
+DEVICE_NAME_WORDS = ("device", "gpu", "cuda", "rank")
+"""Words, in lower case, of the names code gives a device or a GPU's index (``device``,
+``args.gpu``, ``cuda_id``, ``local_rank``): ``x.to(args.gpu)`` moves ``x`` to a device the code names."""
 DEVICE_CONTEXT = "torch.device"
 """``with torch.device("cuda"):`` makes the factories in its block allocate there."""
 
