@@ -208,3 +208,14 @@ def test_a_cached_gpu001_fix_follows_the_imported_function_a_model_is_handed_to(
     assert fix_of_the_finding() == "unsafe"
     (tmp_path / "test.py").write_text(TEST_FUNCTION, encoding="utf-8")
     assert fix_of_the_finding() is None
+
+
+def test_a_helper_too_deeply_nested_to_analyse_leaves_the_fix_and_the_other_findings(tmp_path):
+    """A function of another module that nests too deeply for gpulint is not followed: the file
+    handing it a loaded model keeps its finding and unsafe fix, and is not failed as a whole."""
+    helper = TEST_FUNCTION + "\n\ndef deep(x):\n    return " + "+".join(["x"] * 400) + "\n"
+    _write(tmp_path, {"test.py": helper, "main_test.py": TEST_SCRIPT})
+    result = run_gpulint(["check", "--format", "json", "--no-cache", "main_test.py"], cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    [finding] = [item for item in json.loads(result.stdout) if item["code"] == "GPU001"]
+    assert finding["fix"]["applicability"] == "unsafe"

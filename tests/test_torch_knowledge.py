@@ -216,12 +216,21 @@ def test_device_taking_makers_make_their_tensor_on_the_device_given():
     like = torch.zeros(2)
     arguments = {"torch.full": ((2,), 0.5), "torch.randint": (5, (2,)), "torch.normal": (0.0, 1.0, (2,)),
                  "torch.linspace": (0.0, 1.0, 3), "torch.logspace": (0.0, 1.0, 3), "torch.tensor": ([1, 2],),
-                 "torch.as_tensor": ([1, 2],), "torch.full_like": (like, 0.5), "torch.randint_like": (like, 5)}
+                 "torch.as_tensor": ([1, 2],), "torch.asarray": ([1, 2],), "torch.full_like": (like, 0.5),
+                 "torch.randint_like": (like, 5)}
     for qualified in torch_api.DEVICE_TAKING_MAKERS:
         name = qualified.rpartition(".")[2]
         given = arguments.get(qualified, (like,) if name.endswith("_like") else (2,))
         made = getattr(torch, name)(*given, device="meta")
         assert isinstance(made, torch.Tensor) and made.device.type == "meta", qualified
+
+
+def test_tensor_new_methods_make_their_tensor_on_the_device_given():
+    reference = torch.zeros(2)
+    arguments = {"new_full": ((2,), 0.5), "new_tensor": ([1, 2],)}
+    for name in torch_api.TENSOR_NEW_METHODS:
+        made = getattr(reference, name)(*arguments.get(name, ((2,),)), device="meta")
+        assert isinstance(made, torch.Tensor) and made.device.type == "meta", name
 
 
 def test_accelerator_moves_are_the_device_moves_but_cpu():

@@ -32,7 +32,8 @@ from gpulint.semantic.model import Place, SemanticModel
 from gpulint.semantic.reached_reads import reached_reads
 from gpulint.semantic.survey import ast_dotted_name
 from gpulint.semantic.torch_api import (
-    DEVICE_CONTEXT, DEVICE_NAME_WORDS, DEVICE_TAKING_MAKERS, MODE_SWITCHES, MULTI_DEVICE_WORDS, PLACEMENT_KEEPING_METHODS, VARIABLE,
+    DEVICE_CONTEXT, DEVICE_NAME_WORDS, DEVICE_TAKING_MAKERS, MODE_SWITCHES, MULTI_DEVICE_WORDS, PLACEMENT_KEEPING_METHODS,
+    TENSOR_NEW_METHODS, VARIABLE,
 )
 
 Placement = Callable[[ast.expr], bool]
@@ -176,43 +177,65 @@ def _moves(value: ast.expr, name: str, placed: Placement) -> bool:
 
 
 def moved_to_the_gpu(argument: ast.expr) -> bool:
-    """``x.cuda()``, ``x[None].cuda()``, ``x.to("cuda")``, ``x.to("cuda:0")``, ``x.to(f"cuda:{rank}")``,
-    ``x.to(torch.device("cuda"))``, ``x.to(0)`` (:func:`spells_the_gpu`), given first or as ``device=``."""
+    """``x.cuda()``, ``x[None].cuda()``, ``x.to("cuda")``, ``x.to("cuda:0")``,
+    ``x.to(torch.device("cuda"))``, ``x.to(0)`` (:func:`spells_the_gpu`), given first or as
+    ``device=``; not a GPU the run chooses (``x.to(f"cuda:{args.gpu}")``, ``x.to(1)``), which need not
+    be the one a load puts its tensors back on."""
     if not (isinstance(argument, ast.Call) and isinstance(argument.func, ast.Attribute)):
         return False
     return argument.func.attr == "cuda" or (argument.func.attr == "to" and any(spells_the_gpu(value) for value in _devices_given(argument)))
 
 
 def on_a_device(argument: ast.expr) -> bool:
-    """What :func:`moved_to_the_gpu` takes, or ``x.to(device)``: a device the code names (a name or
-    attribute spelt with ``device``, also in ``torch.device(...)``), given first or as ``device=``."""
+    """What :func:`moved_to_the_gpu` takes, or ``x.to(device)``: a device the code names
+    (:func:`names_a_device`), given first or as ``device=``."""
     if moved_to_the_gpu(argument):
         return True
     if not (isinstance(argument, ast.Call) and isinstance(argument.func, ast.Attribute) and argument.func.attr == "to"):
         return False
-    return any(_names_a_device(value) for value in _devices_given(argument))
+    return any(names_a_device(value) for value in _devices_given(argument))
 
 
 def made_on_a_device(model: SemanticModel, call: ast.Call) -> bool:
-    """A tensor one of torch's makers (:data:`~gpulint.semantic.torch_api.DEVICE_TAKING_MAKERS`)
-    makes on the GPU or on a device the code names: ``torch.zeros(n, device=device)``,
-    ``torch.randn(1, 3, device="cuda")``; not ``device="cpu"``, nor another call given a device
+    """A tensor one of torch's makers (:data:`~gpulint.semantic.torch_api.DEVICE_TAKING_MAKERS`, or
+    a tensor's ``new_zeros``-like methods) makes on the GPU or on a device the code names:
+    ``torch.zeros(n, device=device)``, ``torch.randn(1, 3, device="cuda")``,
+    ``ref.new_zeros(shape, device=device)``; not ``device="cpu"``, nor another call given a device
     (``torch.Generator(device=device)``)."""
-    if not model.resolved_names(call.func) & DEVICE_TAKING_MAKERS:
+    made_by_a_tensor = isinstance(call.func, ast.Attribute) and call.func.attr in TENSOR_NEW_METHODS
+    if not (made_by_a_tensor or model.resolved_names(call.func) & DEVICE_TAKING_MAKERS):
         return False
-    return any(spells_the_gpu(keyword.value) or _names_a_device(keyword.value) for keyword in call.keywords if keyword.arg == "device")
+    return any(spells_the_gpu(keyword.value) or names_a_device(keyword.value) for keyword in call.keywords if keyword.arg == "device")
 
 
 def spells_the_gpu(value: ast.expr) -> bool:
-    """A device spelt as the GPU: ``"cuda"``, ``"cuda:1"``, ``f"cuda:{rank}"``, a device index
-    (``0``), or ``torch.device`` given one of them."""
+    """A device spelt as the first GPU, where a load puts back what was saved from a single-GPU run:
+    ``"cuda"``, ``"cuda:0"`` (any literal ``"cuda..."``), the index ``0``, or ``torch.device`` given
+    one of them."""
     if isinstance(value, ast.Constant):
-        return str(value.value).startswith("cuda") or (isinstance(value.value, int) and not isinstance(value.value, bool))
+        return str(value.value).startswith("cuda") or (type(value.value) is int and value.value == 0)
+    device = _device_made(value)
+    return device is not None and spells_the_gpu(device)
+
+
+def names_a_device(value: ast.expr) -> bool:
+    """A device the code names, which may be a GPU: a name or attribute spelt with one of
+    :data:`~gpulint.semantic.torch_api.DEVICE_NAME_WORDS` (``device``, ``self.device``,
+    ``args.gpu``, ``local_rank``), a GPU the run chooses (``f"cuda:{rank}"``, an index), a choice
+    between the GPU and another device (``"cuda" if available else "cpu"``), or ``torch.device``
+    given one."""
+    device = _device_made(value)
+    if device is not None:
+        return spells_the_gpu(device) or names_a_device(device)
+    if isinstance(value, ast.IfExp):
+        return any(spells_the_gpu(branch) or names_a_device(branch) for branch in (value.body, value.orelse))
     if isinstance(value, ast.JoinedStr):
         first = value.values[0] if value.values else None
         return isinstance(first, ast.Constant) and str(first.value).startswith("cuda")
-    device = _device_made(value)
-    return device is not None and spells_the_gpu(device)
+    if isinstance(value, ast.Constant):
+        return type(value.value) is int
+    spelt = value.id if isinstance(value, ast.Name) else value.attr if isinstance(value, ast.Attribute) else ""
+    return any(word in spelt.lower() for word in DEVICE_NAME_WORDS)
 
 
 def _devices_given(call: ast.Call) -> List[ast.expr]:
@@ -221,17 +244,9 @@ def _devices_given(call: ast.Call) -> List[ast.expr]:
 
 
 def _device_made(value: ast.expr) -> Optional[ast.expr]:
-    """``torch.device(x)``: the ``x`` given, as the call spells it; None for anything else."""
-    if not (isinstance(value, ast.Call) and value.args and ast_dotted_name(value.func) == DEVICE_CONTEXT):
+    """``torch.device(x)`` (or ``torch.device(type=x)``): the ``x`` given, as the call spells it;
+    None for anything else."""
+    if not (isinstance(value, ast.Call) and ast_dotted_name(value.func) == DEVICE_CONTEXT):
         return None
-    return value.args[0]
-
-
-def _names_a_device(value: ast.expr) -> bool:
-    """A name or attribute spelt with one of :data:`~gpulint.semantic.torch_api.DEVICE_NAME_WORDS`
-    (``device``, ``self.device``, ``args.gpu``, ``local_rank``), or ``torch.device`` given one."""
-    device = _device_made(value)
-    if device is not None:
-        return _names_a_device(device)
-    spelt = value.id if isinstance(value, ast.Name) else value.attr if isinstance(value, ast.Attribute) else ""
-    return any(word in spelt.lower() for word in DEVICE_NAME_WORDS)
+    given = [*value.args[:1], *(keyword.value for keyword in value.keywords if keyword.arg == "type")]
+    return given[0] if given else None

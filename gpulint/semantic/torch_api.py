@@ -470,7 +470,8 @@ TQDM = frozenset({"tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm"})
 DEVICE_MOVES = frozenset({"to", "cuda", "cpu"})
 """Methods of tensors and modules that put them on a device the code chooses."""
 ACCELERATOR_MOVES = DEVICE_MOVES - {"cpu"}
-"""The moves that may put a tensor or module on an accelerator (``cpu()`` only takes it off one)."""
+"""The methods that may put a tensor or module on an accelerator (``cpu()`` only takes it off one;
+``to`` may do either, as its device says)."""
 SUBMODULE_REACHING_METHODS = frozenset({"type", "apply", "_apply", "modules", "children", "named_modules", "named_children"})
 """Methods of ``nn.Module`` that may move it (``model.type(torch.cuda.FloatTensor)``,
 ``model.apply(fn)``) or hand out its submodules for code to move (``for m in model.modules(): m.cuda()``)."""
@@ -501,12 +502,15 @@ Python lists they are given: without a ``device`` argument (and with no default 
 CPU. GPU004 reads a forward pass given only such tensors as a smoke test on the CPU."""
 DEVICE_TAKING_MAKERS = NUMBER_FACTORIES | frozenset(
     {f"{TORCH_PACKAGE}.{name}" for name in SHAPE_FACTORIES if name.endswith("_like")}
-    | {f"{TORCH_PACKAGE}.{name}" for name in ("randint_like", "randperm", "logspace")}
+    | {f"{TORCH_PACKAGE}.{name}" for name in ("randint_like", "randperm", "logspace", "asarray")}
 )
 """torch's functions that make a tensor where their ``device`` argument says (``torch.zeros(n,
 device=device)``): ``semantic.run_as_loaded`` reads one given a device as an input made there."""
 DEFAULT_DEVICE_SETTERS = frozenset({"torch.set_default_device", "torch.set_default_tensor_type"})
 """Functions that make torch's factories allocate on another device (``torch.set_default_device("cuda")``)."""
+TENSOR_NEW_METHODS = frozenset({"new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"})
+"""Tensor methods that make a new tensor, on the device their ``device`` argument says (else the
+receiver's)."""
 DEVICE_NAME_WORDS = ("device", "gpu", "cuda", "rank")
 """Words, in lower case, of the names code gives a device or a GPU's index (``device``,
 ``args.gpu``, ``cuda_id``, ``local_rank``): ``x.to(args.gpu)`` moves ``x`` to a device the code names."""

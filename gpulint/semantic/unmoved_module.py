@@ -42,7 +42,7 @@ import ast
 from pathlib import Path
 from typing import Dict, List, Optional, Set, Tuple
 
-from gpulint.semantic.model import Function, SemanticModel
+from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.project_modules import ImportedDefinition, imported_function
 from gpulint.semantic.torch_api import (
     ACCELERATOR_MOVES, DEVICE_MOVES, JIT_LOAD, LOADERS, MODULE_API, MODULE_CALL_METHOD, MODULE_ONLY_METHODS, MODULE_RETURNING_METHODS,
@@ -87,13 +87,14 @@ def unmoved_loaded_module(model: SemanticModel, call: ast.Call) -> bool:
     reads = model.target_reads(target)
     if not reads:
         return False
-    pending: List[Read] = [(model, read) for read in reads]
+    pending: List[Tuple[int, SemanticModel, ast.expr]] = [(0, model, read) for read in reads]
     seen: Set[int] = set()
     runs: List[Tuple[SemanticModel, ast.Call]] = []
-    method_runs: List[Tuple[SemanticModel, ast.Call]] = []
-    a_module = False
+    method_runs: List[Tuple[int, SemanticModel, ast.Call]] = []
+    modules: Set[int] = set()
+    objects = 1
     while pending:
-        where, read = pending.pop()
+        held, where, read = pending.pop()
         if id(read) in seen:
             continue
         seen.add(id(read))
@@ -101,19 +102,24 @@ def unmoved_loaded_module(model: SemanticModel, call: ast.Call) -> bool:
         if isinstance(parent, ast.Call) and parent.func is read:
             runs.append((where, parent))
             continue
-        a_module = a_module or _module_method_called(where, read)
+        if _module_method_called(where, read):
+            modules.add(held)
         run = _own_method_run(where, read)
         if run is not None and _result_moved(where, run):
             return False
+        if run is not None and _method_name(run) == MODULE_CALL_METHOD:
+            runs.append((where, run))
+            continue
         if run is not None:
-            (runs if _method_name(run) == MODULE_CALL_METHOD else method_runs).append((where, run))
+            method_runs.append((held, where, run))
             continue
         followed = _followed_reads(where, read)
         if followed is None:
             return False
-        pending.extend(followed)
-    if a_module:
-        runs.extend(method_runs)
+        if _module_of(where, read) is not _module_of(where, read, keys=False):
+            held, objects = objects, objects + 1  # a part under a key: another object than the checkpoint
+        pending.extend((held, other, led) for other, led in followed)
+    runs.extend((where, run) for held, where, run in method_runs if held in modules)
     return any(_moves_values_around(where, run) for where, run in runs)
 
 
@@ -126,8 +132,9 @@ def _bound_module(model: SemanticModel, call: ast.Call) -> Optional[ast.expr]:
 
 
 def _module_of(model: SemanticModel, loaded: ast.expr, keys: bool = True) -> ast.expr:
-    """The outermost of ``loaded["key"]...`` (constant keys, where ``keys``) put through methods that
-    return the module without moving it (``.eval()``, ``.float()``; not ``.to``, ``.cuda``, ``.cpu``)."""
+    """The outermost of ``loaded["key"]...`` or ``loaded.get("key")`` (constant keys, where
+    ``keys``) put through methods that return the module without moving it (``.eval()``,
+    ``.float()``; not ``.to``, ``.cuda``, ``.cpu``)."""
     node = loaded
     while True:
         parent = model.parent(node)
@@ -135,6 +142,9 @@ def _module_of(model: SemanticModel, loaded: ast.expr, keys: bool = True) -> ast
             node = parent
             continue
         call = model.parent(parent) if isinstance(parent, ast.Attribute) and parent.value is node else None
+        if keys and isinstance(call, ast.Call) and _keyed_get(call):
+            node = call
+            continue
         if (
             isinstance(parent, ast.Attribute) and isinstance(call, ast.Call) and call.func is parent
             and parent.attr in MODULE_RETURNING_METHODS - DEVICE_MOVES
@@ -142,6 +152,14 @@ def _module_of(model: SemanticModel, loaded: ast.expr, keys: bool = True) -> ast
             node = call
             continue
         return node
+
+
+def _keyed_get(call: ast.Call) -> bool:
+    """``checkpoint.get("model")``: a dict's item under a constant key, with no default."""
+    return (
+        isinstance(call.func, ast.Attribute) and call.func.attr == "get" and len(call.args) == 1
+        and isinstance(call.args[0], ast.Constant) and not call.keywords
+    )
 
 
 def _binding_of(model: SemanticModel, module: ast.expr) -> Optional[ast.expr]:
@@ -172,7 +190,8 @@ def _own_method_run(model: SemanticModel, read: ast.expr) -> Optional[ast.Call]:
     if call is None or not isinstance(call.func, ast.Attribute):
         return None
     name = call.func.attr
-    return None if name in MODULE_API | DEVICE_MOVES | SUBMODULE_REACHING_METHODS or name.startswith("__") else call
+    own = not (name in MODULE_API | DEVICE_MOVES | SUBMODULE_REACHING_METHODS or name.startswith("__") or _keyed_get(call))
+    return call if own else None
 
 
 def _result_moved(model: SemanticModel, run: ast.Call) -> bool:
@@ -184,24 +203,33 @@ def _result_moved(model: SemanticModel, run: ast.Call) -> bool:
     state moved and handed to the module (``state = model.init_hidden(1).cuda()``) is no such
     result, nor is an output moved back to the CPU."""
     node, moved_in_chain = run, False
-    while _method_name(_method_call(model, node)) in MODULE_RETURNING_METHODS:
-        moved_in_chain = moved_in_chain or _method_name(_method_call(model, node)) in ACCELERATOR_MOVES
-        node = _method_call(model, node) or node
-    target = _binding_of(model, node)
-    holders = [node, *((model.target_reads(target) or []) if target is not None else [])]
+    chained = _method_call(model, node)
+    while chained is not None and _method_name(chained) in MODULE_RETURNING_METHODS:
+        moved_in_chain = moved_in_chain or _to_an_accelerator(chained)
+        node, chained = chained, _method_call(model, chained)
     if moved_in_chain and isinstance(model.parent(node), ast.Expr):
         return True
-    moved = moved_in_chain or any(_method_name(_method_call(model, holder)) in ACCELERATOR_MOVES for holder in holders)
+    target = _binding_of(model, node)
+    holders = [node, *((model.target_reads(target) or []) if target is not None else [])]
+    moved = moved_in_chain or any(_to_an_accelerator(_method_call(model, holder)) for holder in holders)
     return moved and any(_used_as_a_module(model, holder) for holder in holders)
+
+
+def _to_an_accelerator(call: Optional[ast.Call]) -> bool:
+    """``x.cuda()``, ``x.to(device)``: a move that may put ``x`` on an accelerator (not
+    ``x.to("cpu")``)."""
+    if call is None or _method_name(call) not in ACCELERATOR_MOVES:
+        return False
+    given = [*call.args[:1], *(keyword.value for keyword in call.keywords if keyword.arg == "device")]
+    return not any(isinstance(value, ast.Constant) and value.value == "cpu" for value in given)
 
 
 def _used_as_a_module(model: SemanticModel, holder: ast.expr) -> bool:
     """``holder(x)``, ``holder.eval()`` (a method tensors lack), or ``holder.cuda()`` as a statement
     of its own (a module moves in place; a tensor's move returns a copy)."""
     call = _method_call(model, holder)
-    name = _method_name(call)
-    return _called(model, holder) or name in MODULE_ONLY_METHODS or (
-        call is not None and name in ACCELERATOR_MOVES and isinstance(model.parent(call), ast.Expr)
+    return _called(model, holder) or _method_name(call) in MODULE_ONLY_METHODS or (
+        call is not None and _to_an_accelerator(call) and isinstance(model.parent(call), ast.Expr)
     )
 
 
@@ -256,7 +284,9 @@ def _followed_reads(model: SemanticModel, read: ast.expr) -> Optional[List[Read]
 
 
 def _reads_led_to(model: SemanticModel, read: ast.expr) -> Optional[List[ast.expr]]:
-    """What a read of a loaded module leads to in its own module: no further reads for a method call that does not
+    """What a read of a loaded module leads to in its own module: the reads of the name it is bound
+    to under a constant key or through methods that return it unmoved (``model = checkpoint["model"]``,
+    ``model = checkpoint.get("model").eval()``); no further reads for a method call that does not
     move it (a chain of module-returning ones as a statement of its own) or a read of a part of it
     that moves nothing (:func:`_part_read`); the reads of the name or ``self`` attribute it is bound
     to alone, of the parameter of the module's function it is passed to positionally (a function
@@ -285,21 +315,14 @@ def _reads_led_to(model: SemanticModel, read: ast.expr) -> Optional[List[ast.exp
     if isinstance(appended, ast.Attribute) and appended.attr == "append" and parent.args == [read] and isinstance(appended.value, ast.Name):
         return _item_reads(model, appended.value)
     site = model.site_of.get(id(parent))
-    callee = _local_callee(model, parent)
-    if site is None or callee is None:
+    callee = site.callee if site is not None else None
+    if site is None or callee is None or not model.defined_once(site.node.func):
         return None
     index = next((position for position, argument in model.positional_arguments(site) if argument is read), None)
     if index is None or index >= len(callee.positional):
         return None
     parameter = callee.scope.resolve(callee.positional[index])
     return [use for use in model.uses(parameter) if isinstance(use.ctx, ast.Load)]
-
-
-def _local_callee(model: SemanticModel, call: ast.Call) -> Optional[Function]:
-    """The function of the module that ``call`` calls, bound by one ``def`` only (not a method a
-    subclass may override); None for any other call."""
-    site = model.site_of.get(id(call))
-    return site.callee if site is not None and site.callee is not None and model.defined_once(site.node.func) else None
 
 
 def _imported_parameter_reads(model: SemanticModel, call: ast.Call, read: ast.expr) -> Optional[List[Read]]:
@@ -314,8 +337,8 @@ def _imported_parameter_reads(model: SemanticModel, call: ast.Call, read: ast.ex
     if found is None or not isinstance(found.statement, ast.FunctionDef) or found.statement.decorator_list:
         return None
     other = model.derived(_ImportedModules).of(found)
-    function = other.function(found.statement)
-    if function is None or index >= len(function.positional):
+    function = other.function(found.statement) if other is not None else None
+    if other is None or function is None or index >= len(function.positional):
         return None
     parameter = function.scope.resolve(function.positional[index])
     return [(other, use) for use in other.uses(parameter) if isinstance(use.ctx, ast.Load)]
@@ -326,12 +349,23 @@ class _ImportedModules:
     handed to, built once per file."""
 
     def __init__(self, model: SemanticModel) -> None:
-        self.built: Dict[Path, SemanticModel] = {}
+        self.built: Dict[Path, Optional[SemanticModel]] = {}  # ``derived`` hands every fact its file's model
 
-    def of(self, found: ImportedDefinition) -> SemanticModel:
+    def of(self, found: ImportedDefinition) -> Optional[SemanticModel]:
+        """The model of the module ``found`` is in; None where it nests too deeply to analyse."""
         if found.path not in self.built:
-            self.built[found.path] = SemanticModel(found.tree, found.source, str(found.path))
+            self.built[found.path] = _analysed(found)
         return self.built[found.path]
+
+
+def _analysed(found: ImportedDefinition) -> Optional[SemanticModel]:
+    """The semantic model of the module ``found`` is in, with the scopes and call sites the follow
+    reads built; None where the module nests too deeply to analyse."""
+    model = SemanticModel(found.tree, found.source, str(found.path))
+    try:
+        return model if model.function(found.statement) is not None and model.site_of is not None else None
+    except RecursionError:
+        return None
 
 
 def _part_read(model: SemanticModel, part: ast.expr) -> Optional[List[ast.expr]]:
