@@ -183,7 +183,7 @@ def moved_to_the_gpu(argument: ast.expr) -> bool:
     be the one a load puts its tensors back on."""
     if not (isinstance(argument, ast.Call) and isinstance(argument.func, ast.Attribute)):
         return False
-    return argument.func.attr == "cuda" or (argument.func.attr == "to" and any(spells_the_gpu(value) for value in _devices_given(argument)))
+    return argument.func.attr == "cuda" or (argument.func.attr == "to" and any(spells_the_gpu(value) for value in devices_given(argument)))
 
 
 def on_a_device(argument: ast.expr) -> bool:
@@ -193,7 +193,7 @@ def on_a_device(argument: ast.expr) -> bool:
         return True
     if not (isinstance(argument, ast.Call) and isinstance(argument.func, ast.Attribute) and argument.func.attr == "to"):
         return False
-    return any(names_a_device(value) for value in _devices_given(argument))
+    return any(names_a_device(value) for value in devices_given(argument))
 
 
 def made_on_a_device(model: SemanticModel, call: ast.Call) -> bool:
@@ -238,8 +238,9 @@ def names_a_device(value: ast.expr) -> bool:
     return any(word in spelt.lower() for word in DEVICE_NAME_WORDS)
 
 
-def _devices_given(call: ast.Call) -> List[ast.expr]:
-    """The device a ``to`` call is given, first or as ``device=``."""
+def devices_given(call: ast.Call) -> List[ast.expr]:
+    """The device a ``to`` call is given, first or as ``device=`` (none for ``cuda()``, or the index
+    it is given first)."""
     return [*call.args[:1], *(keyword.value for keyword in call.keywords if keyword.arg == "device")]
 
 

@@ -49,7 +49,7 @@ from gpulint.semantic.torch_api import (
     SUBMODULE_REACHING_METHODS,
 )
 from gpulint.semantic.one_example import PYTHON_BUILTINS
-from gpulint.semantic.run_as_loaded import made_on_a_device, on_a_device
+from gpulint.semantic.run_as_loaded import devices_given, made_on_a_device, on_a_device
 from gpulint.semantic.survey import own_nodes, position
 
 
@@ -220,8 +220,7 @@ def _to_an_accelerator(call: Optional[ast.Call]) -> bool:
     ``x.to("cpu")``)."""
     if call is None or _method_name(call) not in ACCELERATOR_MOVES:
         return False
-    given = [*call.args[:1], *(keyword.value for keyword in call.keywords if keyword.arg == "device")]
-    return not any(isinstance(value, ast.Constant) and value.value == "cpu" for value in given)
+    return not any(isinstance(value, ast.Constant) and value.value == "cpu" for value in devices_given(call))
 
 
 def _used_as_a_module(model: SemanticModel, holder: ast.expr) -> bool:
@@ -363,9 +362,11 @@ def _analysed(found: ImportedDefinition) -> Optional[SemanticModel]:
     reads built; None where the module nests too deeply to analyse."""
     model = SemanticModel(found.tree, found.source, str(found.path))
     try:
-        return model if model.function(found.statement) is not None and model.site_of is not None else None
+        model.function(found.statement)  # builds the scopes and definitions here, where a RecursionError is caught
+        model.call_sites  # and the call sites the follow reads
     except RecursionError:
         return None
+    return model
 
 
 def _part_read(model: SemanticModel, part: ast.expr) -> Optional[List[ast.expr]]:
