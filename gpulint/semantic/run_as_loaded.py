@@ -178,22 +178,22 @@ def _moves(value: ast.expr, name: str, placed: Placement) -> bool:
 
 def moved_to_the_gpu(argument: ast.expr) -> bool:
     """``x.cuda()``, ``x[None].cuda()``, ``x.to("cuda")``, ``x.to("cuda:0")``,
-    ``x.to(torch.device("cuda"))``, ``x.to(0)`` (:func:`spells_the_gpu`), given first or as
+    ``x.to(torch.device("cuda"))``, ``x.to(0)`` (:func:`_spells_the_gpu`), given first or as
     ``device=``; not a GPU the run chooses (``x.to(f"cuda:{args.gpu}")``, ``x.to(1)``), which need not
     be the one a load puts its tensors back on."""
     if not (isinstance(argument, ast.Call) and isinstance(argument.func, ast.Attribute)):
         return False
-    return argument.func.attr == "cuda" or (argument.func.attr == "to" and any(spells_the_gpu(value) for value in devices_given(argument)))
+    return argument.func.attr == "cuda" or (argument.func.attr == "to" and any(_spells_the_gpu(value) for value in devices_given(argument)))
 
 
 def on_a_device(argument: ast.expr) -> bool:
     """What :func:`moved_to_the_gpu` takes, or ``x.to(device)``: a device the code names
-    (:func:`names_a_device`), given first or as ``device=``."""
+    (:func:`_may_be_a_gpu`), given first or as ``device=``."""
     if moved_to_the_gpu(argument):
         return True
     if not (isinstance(argument, ast.Call) and isinstance(argument.func, ast.Attribute) and argument.func.attr == "to"):
         return False
-    return any(names_a_device(value) for value in devices_given(argument))
+    return any(_may_be_a_gpu(value) for value in devices_given(argument))
 
 
 def made_on_a_device(model: SemanticModel, call: ast.Call) -> bool:
@@ -205,30 +205,32 @@ def made_on_a_device(model: SemanticModel, call: ast.Call) -> bool:
     made_by_a_tensor = isinstance(call.func, ast.Attribute) and call.func.attr in TENSOR_NEW_METHODS
     if not (made_by_a_tensor or model.resolved_names(call.func) & DEVICE_TAKING_MAKERS):
         return False
-    return any(spells_the_gpu(keyword.value) or names_a_device(keyword.value) for keyword in call.keywords if keyword.arg == "device")
+    return any(_may_be_a_gpu(keyword.value) for keyword in call.keywords if keyword.arg == "device")
 
 
-def spells_the_gpu(value: ast.expr) -> bool:
+def _spells_the_gpu(value: ast.expr) -> bool:
     """A device spelt as the first GPU, where a load puts back what was saved from a single-GPU run:
     ``"cuda"``, ``"cuda:0"`` (any literal ``"cuda..."``), the index ``0``, or ``torch.device`` given
     one of them."""
     if isinstance(value, ast.Constant):
         return str(value.value).startswith("cuda") or (type(value.value) is int and value.value == 0)
     device = _device_made(value)
-    return device is not None and spells_the_gpu(device)
+    return device is not None and _spells_the_gpu(device)
 
 
-def names_a_device(value: ast.expr) -> bool:
-    """A device the code names, which may be a GPU: a name or attribute spelt with one of
-    :data:`~gpulint.semantic.torch_api.DEVICE_NAME_WORDS` (``device``, ``self.device``,
-    ``args.gpu``, ``local_rank``), a GPU the run chooses (``f"cuda:{rank}"``, an index), a choice
-    between the GPU and another device (``"cuda" if available else "cpu"``), or ``torch.device``
-    given one."""
+def _may_be_a_gpu(value: ast.expr) -> bool:
+    """The first GPU (:func:`_spells_the_gpu`), or a device the code names, which may be a GPU: a
+    name or attribute spelt with one of :data:`~gpulint.semantic.torch_api.DEVICE_NAME_WORDS`
+    (``device``, ``self.device``, ``args.gpu``, ``local_rank``), a GPU the run chooses
+    (``f"cuda:{rank}"``, an index), a choice between the GPU and another device (``"cuda" if
+    available else "cpu"``), or ``torch.device`` given one."""
+    if _spells_the_gpu(value):
+        return True
     device = _device_made(value)
     if device is not None:
-        return spells_the_gpu(device) or names_a_device(device)
+        return _may_be_a_gpu(device)
     if isinstance(value, ast.IfExp):
-        return any(spells_the_gpu(branch) or names_a_device(branch) for branch in (value.body, value.orelse))
+        return any(_may_be_a_gpu(branch) for branch in (value.body, value.orelse))
     if isinstance(value, ast.JoinedStr):
         first = value.values[0] if value.values else None
         return isinstance(first, ast.Constant) and str(first.value).startswith("cuda")
