@@ -276,3 +276,15 @@ def test_add_noqa_writes_into_the_cell(tmp_path):
     assert "".join(cells[2]["source"]) == "%time state = torch.load('w.pt')  # noqa: GPU001\nx = 1"
     assert "".join(cells[3]["source"]) == "y = torch.load('v.pt')  # keep  # noqa: GPU001"
     assert run_gpulint(["check", "nb.ipynb"], cwd=tmp_path).returncode == 0
+
+
+def test_emptying_the_cache_in_the_last_cell_is_reported(tmp_path):
+    """A script's last ``empty_cache()`` is not reported (the process exits next), but a notebook's
+    kernel keeps its names and its cache after the last cell."""
+    cells = ("import torch", "model = torch.nn.Linear(8, 8).cuda()\nout = model(torch.ones(8).cuda())\nprint(out)",
+             "torch.cuda.empty_cache()")
+    (tmp_path / "nb.ipynb").write_text(_notebook(*cells), encoding="utf-8")
+    (tmp_path / "script.py").write_text("\n".join(cells) + "\n", encoding="utf-8")
+    result = run_gpulint(["check", "--select", "GPU003", "--format", "concise", "nb.ipynb", "script.py"], cwd=tmp_path)
+    assert "nb.ipynb:cell 4:1:1: GPU003" in result.stdout
+    assert "script.py" not in result.stdout

@@ -228,11 +228,35 @@ class EmptyCacheWithLiveReferences(Rule):
             return
         analysis = self.context.analyses.of(self, node)
         step = analysis.step_of(statement) if analysis else None
-        if analysis is None or step is None:
+        if analysis is None or step is None or self._ends_the_script(statement):
             return
         dead = self._dead_tensor_names(analysis, step)
         if dead:
             self.report(node, self.message.format(names=_quoted(dead)), self._fix(analysis, step, statement, dead))
+
+    def _ends_the_script(self, statement: cst.Expr) -> bool:
+        """Whether the call is the last statement a script runs: at its top level (in ``if``
+        branches and ``with`` blocks there, ``if __name__ == "__main__":`` too), with nothing after
+        it in any block around it. The process exits next and the driver takes back all its
+        memory, so a ``del`` first frees nothing anyone could use. Not in a notebook, whose kernel
+        keeps every name and the cache after its last cell."""
+        if self.context.path.endswith(".ipynb"):
+            return False
+        node: cst.CSTNode = statement
+        while True:
+            parent = self.get_metadata(ParentNodeProvider, node, None)
+            if isinstance(parent, cst.Else):
+                parent = self.get_metadata(ParentNodeProvider, parent, None)
+                if not isinstance(parent, cst.If):
+                    return False
+            elif isinstance(parent, (cst.SimpleStatementLine, cst.IndentedBlock, cst.Module)):
+                if parent.body[-1] is not node:
+                    return False
+                if isinstance(parent, cst.Module):
+                    return True
+            elif not isinstance(parent, (cst.If, cst.With)):
+                return False
+            node = parent
 
     def _dead_tensor_names(self, analysis: ScopeAnalysis, step: Step) -> List[str]:
         """Names holding device memory worth releasing (forward outputs and values computed from
