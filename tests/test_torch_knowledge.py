@@ -17,6 +17,7 @@ from gpulint.semantic.model_size import payload_size, state_dict_size
 
 torch = pytest.importorskip("torch")
 nn = torch.nn
+numpy = pytest.importorskip("numpy")
 
 
 def _resolves(qualified: str) -> bool:
@@ -343,6 +344,21 @@ def test_device_keeping_methods_return_tensors_of_their_input():
 
 def test_array_only_methods_are_not_tensor_methods():
     assert torch_api.ARRAY_ONLY_METHODS and sorted(m for m in torch_api.ARRAY_ONLY_METHODS if _tensor_has(m)) == []
+
+
+def test_text_only_methods_are_string_methods_that_tensors_and_arrays_lack():
+    assert torch_api.TEXT_ONLY_METHODS
+    for method in sorted(torch_api.TEXT_ONLY_METHODS):
+        assert hasattr(str, method) and hasattr(bytes, method), method
+        assert not _tensor_has(method) and not hasattr(numpy.zeros(1), method), method
+
+
+def test_a_tensor_split_needs_a_size():
+    """``split()`` with no argument, or with a string, raises on a tensor (and numpy arrays have none)."""
+    assert hasattr(str, torch_api.TEXT_SPLIT) and not hasattr(numpy.zeros(1), torch_api.TEXT_SPLIT)
+    for arguments in ((), (" ",)):
+        with pytest.raises(TypeError):
+            getattr(torch.zeros(4), torch_api.TEXT_SPLIT)(*arguments)
 
 
 def test_from_numpy_takes_no_tensor():

@@ -1,10 +1,13 @@
-"""Payloads the module shows to be numpy arrays: every use of them is one that only numpy arrays allow.
+"""Payloads the module shows to hold no tensor: every use of them is one that only numpy arrays, or
+only strings, allow.
 
 ``torch.from_numpy(data[3:, :-1])`` and ``labels["classes"].astype(int)`` raise for anything but a
 numpy array (a tensor, on the CPU or not, a number, a string), so a value that reaches one, as the
 program runs, is an array; so is one written into a slice of a numpy array of numbers the module
 makes (``self.obses[start:end] = payload[0]`` where ``self.obses = np.empty(...)``), which converts
-it to numpy and raises for a tensor on an accelerator. A payload counts as array data only when
+it to numpy and raises for a tensor on an accelerator. A string's own methods (``caption.lower()``,
+``caption.split(" ")``: a tensor's ``split`` needs a size) raise for a tensor and an array alike, so
+a value they are called on is text. A payload counts as holding no tensor only when
 every use of it reaches one (a checkpoint with one numpy entry beside its state dict does not): the
 value is followed by binding
 (:class:`~gpulint.semantic.model.Place`, ``self.<attr>`` by class) through subscripts, ``.get(...)``,
@@ -12,7 +15,8 @@ value is followed by binding
 (``.mean(1)``), copies into a list (``list(obj.values())[0]``), assignments to names whose every
 assignment assigns a part, and loops over it, where a counted or paired loop (``for j, (frame,
 feature) in enumerate(video.items())``) binds only the element a part (the count and the key are
-none); ``len(...)`` reads only a length and counts as neither; any other use
+none); ``len(...)`` reads only a length, and a tensor's or an array's description (``.shape``,
+``.dtype``, ``.size(0)``) only that, so neither counts; any other use
 (passed to a function, written into, returned) ends the case. Consumers that take CPU tensors too
 (numpy's functions, matplotlib, ``.numpy()``) or other values too (OpenCV's functions take numbers
 and strings) are no such sign.
@@ -42,6 +46,8 @@ METADATA_ATTRIBUTES = torch_api.NON_TENSOR_ATTRIBUTES | torch_api.TENSOR_SHAPE_M
 ARRAY_ONLY_FUNCTION_WORDS = frozenset(name.rpartition(".")[2] for name in torch_api.ARRAY_ONLY_FUNCTIONS)
 """The last word of each function that takes only numpy arrays: its name or the import that binds it
 spells it (``from_numpy``)."""
+CONSUMING_METHODS = torch_api.ARRAY_ONLY_METHODS | torch_api.TEXT_ONLY_METHODS | {torch_api.TEXT_SPLIT}
+"""Methods one of whose calls may show that their value is no tensor."""
 _ASSIGNMENTS = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)
 
 
@@ -73,9 +79,9 @@ class ArrayData:
         such use spells one of the words in the source, or writes into an array the module makes)."""
         if self._numpy_arrays:
             return True
-        if not any(word in self.model.source for word in (*torch_api.ARRAY_ONLY_METHODS, *ARRAY_ONLY_FUNCTION_WORDS)):
+        if not any(word in self.model.source for word in (*CONSUMING_METHODS, *ARRAY_ONLY_FUNCTION_WORDS)):
             return False
-        return any(attribute.attr in torch_api.ARRAY_ONLY_METHODS for attribute in self.model.nodes(ast.Attribute)) or any(
+        return any(attribute.attr in CONSUMING_METHODS for attribute in self.model.nodes(ast.Attribute)) or any(
             self.model.qualified_names(call.func) & torch_api.ARRAY_ONLY_FUNCTIONS for call in self.model.calls()
         )
 
@@ -136,7 +142,7 @@ class ArrayData:
         parent = self.model.parent(part)
         if isinstance(parent, ast.Call) and parent.args == [part] and not parent.keywords and self.model.is_builtin(
             parent.func, {LENGTH}
-        ):
+        ) or (isinstance(parent, ast.Attribute) and parent.value is part and parent.attr in METADATA_ATTRIBUTES):
             return False
         iterated: ast.expr = part
         while True:
@@ -153,7 +159,9 @@ class ArrayData:
         if isinstance(parent, ast.Call) and parent.args == [part] and not parent.keywords:
             names = self.model.resolved_names(parent.func)
             return True if names and names <= torch_api.ARRAY_ONLY_FUNCTIONS else None
-        if isinstance(parent, ast.Attribute) and parent.value is part and parent.attr in torch_api.ARRAY_ONLY_METHODS:
+        if isinstance(parent, ast.Attribute) and parent.value is part and (
+            parent.attr in torch_api.ARRAY_ONLY_METHODS or self._called_as_text(parent)
+        ):
             return True
         if isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent.value is part:
             targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
@@ -165,6 +173,18 @@ class ArrayData:
                 return True
             return False if all(self.model.place(target) in parts for target in targets) else None
         return None
+
+    def _called_as_text(self, method: ast.Attribute) -> bool:
+        """Whether ``method`` is called as only a string allows: one of its own methods
+        (``caption.strip()``), or ``split`` with no argument or a string (``caption.split(" ")``)."""
+        call = self.model.parent(method)
+        if not (isinstance(call, ast.Call) and call.func is method):
+            return False
+        if method.attr in torch_api.TEXT_ONLY_METHODS:
+            return True
+        if method.attr != torch_api.TEXT_SPLIT or call.keywords:
+            return False
+        return not call.args or (isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str))
 
     def _pairs_of(self, call: ast.Call) -> Optional[ast.expr]:
         """What ``enumerate(x)`` counts or ``x.items()`` pairs with its keys: ``x``; None for any other call."""
@@ -202,8 +222,9 @@ class ArrayData:
     def _parts(self, value: ast.expr) -> Set[Place]:
         """The places that hold ``value`` or a part of it: every assignment to them assigns one (the
         greatest such set, so ``x = x[0]`` keeps ``x`` a part)."""
+        same = self._alternatives(value)
         candidates: Set[Place] = set()
-        frontier = [place for place, roots in self._roots.items() if any(root is value for root in roots)]
+        frontier = [place for place, roots in self._roots.items() if any(root in same for root in roots)]
         while frontier:
             place = frontier.pop()
             if place not in candidates:
@@ -213,10 +234,30 @@ class ArrayData:
         while changed:
             changed = False
             for held in list(candidates):
-                if not all(root is value or root in candidates for root in self._roots[held]):
+                if not all(root in same or root in candidates for root in self._roots[held]):
                     candidates.discard(held)
                     changed = True
         return candidates
+
+    def _alternatives(self, value: ast.expr) -> List[object]:
+        """``value`` and what the other branch of the ``if`` around its assignment assigns the same
+        name by the same call instead (``if train: cap = torch.load(a)`` ``else: cap = torch.load(b)``):
+        every later read of the name reads one of them, so they are followed as one value."""
+        statement = self.model.parent(value)
+        branches = self.model.parent(statement)
+        if not (
+            isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name)
+            and isinstance(value, ast.Call) and isinstance(branches, ast.If)
+        ):
+            return [value]
+        other = branches.orelse if statement in branches.body else branches.body
+        calling = self.model.resolved_names(value.func)
+        return [value, *(
+            alternative.value for alternative in other
+            if isinstance(alternative, ast.Assign) and len(alternative.targets) == 1
+            and isinstance(alternative.targets[0], ast.Name) and alternative.targets[0].id == statement.targets[0].id
+            and isinstance(alternative.value, ast.Call) and calling and self.model.resolved_names(alternative.value.func) == calling
+        )]
 
     @cached_property
     def _roots(self) -> Dict[Place, List[object]]:

@@ -259,6 +259,16 @@ ARRAY_ONLY_METHODS = frozenset({"astype", "tobytes", "tofile"})
 """Methods of numpy arrays that tensors lack: a value they are called on is no tensor
 (``semantic.array_data`` reads them)."""
 
+TEXT_ONLY_METHODS = frozenset({
+    "lower", "upper", "strip", "lstrip", "rstrip", "startswith", "endswith", "splitlines", "encode",
+})
+"""Methods of strings (and bytes) that tensors and numpy arrays lack: a value they are called on is
+no tensor (``semantic.array_data`` reads them)."""
+
+TEXT_SPLIT = "split"
+"""A method of strings and of tensors alike; a tensor's needs a size (``x.split(2)``), so one called
+with no argument or a string (``caption.split(" ")``) is a string's (``semantic.array_data``)."""
+
 FORMER_TENSOR_ATTRIBUTES = frozenset({"names"})
 """Attributes that tensors had in older torch releases and the newest may lack (``names``, of named
 tensors): code written for those releases still uses them, so ``NON_TENSOR_ATTRIBUTES`` keeps them."""
