@@ -244,11 +244,13 @@ class ArrayData:
         name by the same call instead (``if train: cap = torch.load(a)`` ``else: cap = torch.load(b)``):
         every later read of the name reads one of them, so they are followed as one value."""
         statement = self.model.parent(value)
-        branches = self.model.parent(statement)
         if not (
             isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name)
-            and isinstance(value, ast.Call) and isinstance(branches, ast.If)
+            and isinstance(value, ast.Call)
         ):
+            return [value]
+        branches = self.model.parent(statement)
+        if not isinstance(branches, ast.If):
             return [value]
         other = branches.orelse if statement in branches.body else branches.body
         calling = self.model.resolved_names(value.func)

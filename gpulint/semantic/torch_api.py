@@ -260,7 +260,7 @@ ARRAY_ONLY_METHODS = frozenset({"astype", "tobytes", "tofile"})
 (``semantic.array_data`` reads them)."""
 
 TEXT_ONLY_METHODS = frozenset({
-    "lower", "upper", "strip", "lstrip", "rstrip", "startswith", "endswith", "splitlines", "encode",
+    "lower", "upper", "strip", "lstrip", "rstrip", "startswith", "endswith", "splitlines",
 })
 """Methods of strings (and bytes) that tensors and numpy arrays lack: a value they are called on is
 no tensor (``semantic.array_data`` reads them)."""
