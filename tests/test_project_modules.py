@@ -193,21 +193,21 @@ print(testing(torch.load("batches.pt", map_location="cpu"), model, device))
 """
 
 
-def test_a_cached_gpu001_fix_follows_the_imported_function_a_model_is_handed_to(tmp_path):
-    """The model is run unmoved by ``testing`` in ``test.py``: no fix; once ``testing`` moves it,
-    the unsafe fix comes back, the cached result notwithstanding."""
+def test_a_cached_gpu001_finding_follows_the_imported_function_a_model_is_handed_to(tmp_path):
+    """The model is run unmoved by ``testing`` in ``test.py``, in code for one GPU: the load is the
+    program's own placement, not reported; once ``testing`` moves it, the finding comes back with
+    its unsafe fix, the cached result notwithstanding."""
     _write(tmp_path, {"test.py": TEST_FUNCTION, "main_test.py": TEST_SCRIPT, "pyproject.toml": "[tool.gpulint]\n"})
 
-    def fix_of_the_finding() -> object:
+    def fixes_of_the_findings() -> list:
         report = json.loads(run_gpulint(["check", "--format", "json", "main_test.py"], cwd=tmp_path).stdout)
-        [finding] = [item for item in report if item["code"] == "GPU001"]
-        return finding["fix"] and finding["fix"]["applicability"]
+        return [item["fix"] and item["fix"]["applicability"] for item in report if item["code"] == "GPU001"]
 
-    assert fix_of_the_finding() is None
+    assert fixes_of_the_findings() == []
     (tmp_path / "test.py").write_text(TEST_FUNCTION_MOVING_THE_MODEL, encoding="utf-8")
-    assert fix_of_the_finding() == "unsafe"
+    assert fixes_of_the_findings() == ["unsafe"]
     (tmp_path / "test.py").write_text(TEST_FUNCTION, encoding="utf-8")
-    assert fix_of_the_finding() is None
+    assert fixes_of_the_findings() == []
 
 
 def test_a_helper_too_deeply_nested_to_analyse_leaves_the_fix_and_the_other_findings(tmp_path):

@@ -29,10 +29,10 @@ from gpulint.semantic.published import names_a_published_file
 from gpulint.semantic.live_optimizer import restores_live_optimizer
 from gpulint.semantic.read_back import ReadBack, loaded_path
 from gpulint.semantic.restored_branch import restores_what_the_other_branch_places
-from gpulint.semantic.run_as_loaded import run_on_device_inputs_as_loaded, run_on_gpu_inputs_as_loaded
+from gpulint.semantic.run_as_loaded import may_be_the_first_gpu, run_on_device_inputs_as_loaded, run_on_gpu_inputs_as_loaded
 from gpulint.semantic.scopes import Binding
 from gpulint.semantic.survey import SCOPES, ast_dotted_name, ast_full_name, module_of, own_nodes, position
-from gpulint.semantic.torch_api import MAP_LOCATION_SLOT, TENSORLESS_FILES
+from gpulint.semantic.torch_api import MAP_LOCATION_SLOT, MULTI_DEVICE_WORDS, TENSORLESS_FILES
 from gpulint.semantic.unmoved_module import unmoved_loaded_module, unmoved_script_module
 
 # The functions flagged are those of MAP_LOCATION_SLOT. ``torch.hub.load_state_dict_from_url`` and
@@ -391,6 +391,11 @@ def _placed_by_the_program(model: SemanticModel, call: ast.Call) -> bool:
     builds and moves to the GPU, or it never runs."""
     loaded = loaded_path(call)
     return never_runs(model, call) or moved_to_gpu_at_once(model, call) or run_on_gpu_inputs_as_loaded(model, call) or (
+        run_on_device_inputs_as_loaded(model, call, may_be_the_first_gpu)
+    ) or (
+        model.mentions_accelerator and not model.spells(MULTI_DEVICE_WORDS)
+        and unmoved_loaded_module(model, call, may_be_the_first_gpu)
+    ) or (
         restores_what_the_other_branch_places(model, call, lambda other: _a_loader_call(model, other))
     ) or (
         loaded is not None and (model.derived(ReadBack).reads_back(call, loaded) or _falls_back_from_a_mapped_load(model, call, loaded))

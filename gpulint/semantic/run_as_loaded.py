@@ -38,6 +38,8 @@ from gpulint.semantic.torch_api import (
 
 Placement = Callable[[ast.expr], bool]
 """Whether an expression puts its value where the run needs the loaded value to be."""
+DeviceTest = Callable[[ast.expr], bool]
+"""Whether a device, as the code spells it, is one a run needs the loaded value on."""
 
 
 def run_on_gpu_inputs_as_loaded(model: SemanticModel, call: ast.Call) -> bool:
@@ -45,10 +47,11 @@ def run_on_gpu_inputs_as_loaded(model: SemanticModel, call: ast.Call) -> bool:
     return _used_as_loaded(model, call, moved_to_the_gpu)
 
 
-def run_on_device_inputs_as_loaded(model: SemanticModel, call: ast.Call) -> bool:
+def run_on_device_inputs_as_loaded(model: SemanticModel, call: ast.Call, device_test: Optional[DeviceTest] = None) -> bool:
     """Whether what ``call`` loads is used as loaded beside values the program moves to a device it
-    names (``x.to(device)``), which may be the GPU."""
-    return _used_as_loaded(model, call, on_a_device)
+    names (``x.to(device)``), which may be the GPU (or passes ``device_test``:
+    :func:`may_be_the_first_gpu`)."""
+    return _used_as_loaded(model, call, lambda argument: on_a_device(argument, device_test))
 
 
 def _used_as_loaded(model: SemanticModel, call: ast.Call, placed: Placement) -> bool:
@@ -177,26 +180,29 @@ def _moves(value: ast.expr, name: str, placed: Placement) -> bool:
 
 
 def moved_to_the_gpu(argument: ast.expr) -> bool:
-    """``x.cuda()``, ``x[None].cuda()``, ``x.to("cuda")``, ``x.to("cuda:0")``,
+    """``x.cuda()``, ``x[None].cuda()``, ``x.cuda(0)``, ``x.to("cuda")``, ``x.to("cuda:0")``,
     ``x.to(torch.device("cuda"))``, ``x.to(0)`` (:func:`_spells_the_gpu`), given first or as
-    ``device=``; not a GPU the run chooses (``x.to(f"cuda:{args.gpu}")``, ``x.to(1)``), which need not
-    be the one a load puts its tensors back on."""
+    ``device=``; not a GPU the run chooses (``x.to(f"cuda:{args.gpu}")``, ``x.to(1)``,
+    ``x.cuda(args.gpu)``), which need not be the one a load puts its tensors back on."""
     if not (isinstance(argument, ast.Call) and isinstance(argument.func, ast.Attribute)):
         return False
-    return argument.func.attr == "cuda" or (argument.func.attr == "to" and any(_spells_the_gpu(value) for value in devices_given(argument)))
+    devices = devices_given(argument)
+    if argument.func.attr == "cuda":
+        return all(_spells_the_gpu(value) for value in devices)
+    return argument.func.attr == "to" and any(_spells_the_gpu(value) for value in devices)
 
 
-def on_a_device(argument: ast.expr) -> bool:
-    """What :func:`moved_to_the_gpu` takes, or ``x.to(device)``: a device the code names
-    (:func:`_may_be_a_gpu`), given first or as ``device=``."""
+def on_a_device(argument: ast.expr, device_test: Optional[DeviceTest] = None) -> bool:
+    """What :func:`moved_to_the_gpu` takes, or ``x.to(device)``, ``x.cuda(args.gpu)``: a device the
+    code names (:func:`_may_be_a_gpu`, or as ``device_test`` takes it), given first or as ``device=``."""
     if moved_to_the_gpu(argument):
         return True
-    if not (isinstance(argument, ast.Call) and isinstance(argument.func, ast.Attribute) and argument.func.attr == "to"):
+    if not (isinstance(argument, ast.Call) and isinstance(argument.func, ast.Attribute) and argument.func.attr in ("to", "cuda")):
         return False
-    return any(_may_be_a_gpu(value) for value in devices_given(argument))
+    return any((device_test or _may_be_a_gpu)(value) for value in devices_given(argument))
 
 
-def made_on_a_device(model: SemanticModel, call: ast.Call) -> bool:
+def made_on_a_device(model: SemanticModel, call: ast.Call, device_test: Optional[DeviceTest] = None) -> bool:
     """A tensor one of torch's makers (:data:`~gpulint.semantic.torch_api.DEVICE_TAKING_MAKERS`, or
     a tensor's ``new_zeros``-like methods) makes on the GPU or on a device the code names:
     ``torch.zeros(n, device=device)``, ``torch.randn(1, 3, device="cuda")``,
@@ -205,7 +211,7 @@ def made_on_a_device(model: SemanticModel, call: ast.Call) -> bool:
     made_by_a_tensor = isinstance(call.func, ast.Attribute) and call.func.attr in TENSOR_NEW_METHODS
     if not (made_by_a_tensor or model.resolved_names(call.func) & DEVICE_TAKING_MAKERS):
         return False
-    return any(_may_be_a_gpu(keyword.value) for keyword in call.keywords if keyword.arg == "device")
+    return any((device_test or _may_be_a_gpu)(keyword.value) for keyword in call.keywords if keyword.arg == "device")
 
 
 def _spells_the_gpu(value: ast.expr) -> bool:
@@ -240,9 +246,26 @@ def _may_be_a_gpu(value: ast.expr) -> bool:
     return any(word in spelt.lower() for word in DEVICE_NAME_WORDS)
 
 
+def may_be_the_first_gpu(value: ast.expr) -> bool:
+    """A device that may be the first GPU, where a load puts back what a run on one GPU saved: the
+    first GPU spelt (:func:`_spells_the_gpu`), a choice between devices each of which is (``"cuda"
+    if available else "cpu"``), or a name or attribute spelt ``device`` and not for an index or a
+    rank (``device``, ``self.device``, ``args.device``; not ``args.gpu``, ``cuda_id`` or
+    ``local_rank``), or ``torch.device`` given one; the CPU too, where the run needs no GPU. Not a
+    GPU the run picks by index (``.to(1)``, ``f"cuda:{args.gpu}"``)."""
+    if _spells_the_gpu(value) or (isinstance(value, ast.Constant) and str(value.value).startswith("cpu")):
+        return True
+    device = _device_made(value)
+    if device is not None:
+        return may_be_the_first_gpu(device)
+    if isinstance(value, ast.IfExp):
+        return all(may_be_the_first_gpu(branch) for branch in (value.body, value.orelse))
+    spelt = (value.id if isinstance(value, ast.Name) else value.attr if isinstance(value, ast.Attribute) else "").lower()
+    return "device" in spelt and not any(word in spelt for word in DEVICE_NAME_WORDS if word != "device")
+
+
 def devices_given(call: ast.Call) -> List[ast.expr]:
-    """The device a ``to`` call is given, first or as ``device=`` (none for ``cuda()``, or the index
-    it is given first)."""
+    """The device a ``to`` or ``cuda`` call is given, first or as ``device=`` (none for ``cuda()``)."""
     return [*call.args[:1], *(keyword.value for keyword in call.keywords if keyword.arg == "device")]
 
 

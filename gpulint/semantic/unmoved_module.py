@@ -49,7 +49,7 @@ from gpulint.semantic.torch_api import (
     SUBMODULE_REACHING_METHODS,
 )
 from gpulint.semantic.one_example import PYTHON_BUILTINS
-from gpulint.semantic.run_as_loaded import devices_given, made_on_a_device, on_a_device
+from gpulint.semantic.run_as_loaded import DeviceTest, devices_given, made_on_a_device, on_a_device
 from gpulint.semantic.survey import own_nodes, position
 
 
@@ -74,9 +74,10 @@ def unmoved_script_module(model: SemanticModel, call: ast.Call) -> bool:
     return all(_runs_in_place(model, read) for read in reads)
 
 
-def unmoved_loaded_module(model: SemanticModel, call: ast.Call) -> bool:
+def unmoved_loaded_module(model: SemanticModel, call: ast.Call, device_test: Optional[DeviceTest] = None) -> bool:
     """Whether ``call`` is a ``torch.load`` of a module the file runs but never moves (see the
-    module docstring)."""
+    module docstring), beside values moved to a device that ``device_test`` takes where it is given
+    (:func:`~gpulint.semantic.run_as_loaded.may_be_the_first_gpu`)."""
     if not model.resolved_names(call.func) & LOADERS:
         return False
     target = _bound_module(model, call)
@@ -120,7 +121,7 @@ def unmoved_loaded_module(model: SemanticModel, call: ast.Call) -> bool:
             held, objects = objects, objects + 1  # a part under a key: another object than the checkpoint
         pending.extend((held, other, led) for other, led in followed)
     runs.extend((where, run) for held, where, run in method_runs if held in modules)
-    return any(_moves_values_around(where, run) for where, run in runs)
+    return any(_moves_values_around(where, run, device_test) for where, run in runs)
 
 
 def _bound_module(model: SemanticModel, call: ast.Call) -> Optional[ast.expr]:
@@ -249,7 +250,7 @@ def _module_method_called(model: SemanticModel, read: ast.expr) -> bool:
     return call is not None and isinstance(call.func, ast.Attribute) and call.func.attr in MODULE_ONLY_METHODS
 
 
-def _moves_values_around(model: SemanticModel, run: ast.Call) -> bool:
+def _moves_values_around(model: SemanticModel, run: ast.Call, device_test: Optional[DeviceTest]) -> bool:
     """Whether the function that runs the module (or the module's own statements) moves anything
     to a device or makes a tensor there (``.cuda()``, ``.to("cuda")``, ``.to(device)``,
     ``torch.zeros(n, device=device)``; not a dtype cast): where nothing is moved, its inputs stay on
@@ -257,7 +258,8 @@ def _moves_values_around(model: SemanticModel, run: ast.Call) -> bool:
     function = model.innermost_function(run)
     statements = function.node.body if function is not None else model.tree.body
     return any(
-        isinstance(node, ast.Call) and (on_a_device(node) or made_on_a_device(model, node)) for node in own_nodes(statements)
+        isinstance(node, ast.Call) and (on_a_device(node, device_test) or made_on_a_device(model, node, device_test))
+        for node in own_nodes(statements)
     )
 
 
