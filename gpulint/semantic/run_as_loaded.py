@@ -12,7 +12,9 @@ An input counts as moved where it is spelt so (``x.cuda()``, ``x.to("cuda")``), 
 ``Variable(...)``, or is a name the statements just before bind so (``img = data.cuda()``, in every
 branch of an ``if``; a rebinding that keeps the device, ``img = img.view(n, -1)``, is passed over). Inputs moved
 to a device the code names (``x.to(device)``) may be on the CPU: the load is then still reported,
-without a fix (:func:`run_on_device_inputs_as_loaded`), for on the GPU the fix would break the run.
+without a fix (:func:`run_on_device_inputs_as_loaded`), for on the GPU the fix would break the run;
+unless that device may be the first GPU (:func:`may_be_the_first_gpu`: ``device``, ``"cuda" if
+available else "cpu"``), where a program for one GPU relies on the load as on a ``.cuda()`` move.
 
 Decided where a function's or the module's name (not a class attribute) is bound by the load
 itself (not a part of it), and every read the load reaches is such a call (a positional argument
@@ -251,17 +253,26 @@ def may_be_the_first_gpu(value: ast.expr) -> bool:
     first GPU spelt (:func:`_spells_the_gpu`), a choice between devices each of which is (``"cuda"
     if available else "cpu"``), or a name or attribute spelt ``device`` and not for an index or a
     rank (``device``, ``self.device``, ``args.device``; not ``args.gpu``, ``cuda_id`` or
-    ``local_rank``), or ``torch.device`` given one; the CPU too, where the run needs no GPU. Not a
-    GPU the run picks by index (``.to(1)``, ``f"cuda:{args.gpu}"``)."""
-    if _spells_the_gpu(value) or (isinstance(value, ast.Constant) and str(value.value).startswith("cpu")):
+    ``local_rank``), or ``torch.device`` given one. Not a GPU the run picks by index (``.to(1)``,
+    ``f"cuda:{args.gpu}"``), nor the CPU alone."""
+    if _spells_the_gpu(value):
         return True
     device = _device_made(value)
     if device is not None:
         return may_be_the_first_gpu(device)
     if isinstance(value, ast.IfExp):
-        return all(may_be_the_first_gpu(branch) for branch in (value.body, value.orelse))
+        branches = (value.body, value.orelse)
+        return any(map(may_be_the_first_gpu, branches)) and all(may_be_the_first_gpu(b) or _spells_the_cpu(b) for b in branches)
     spelt = (value.id if isinstance(value, ast.Name) else value.attr if isinstance(value, ast.Attribute) else "").lower()
     return "device" in spelt and not any(word in spelt for word in DEVICE_NAME_WORDS if word != "device")
+
+
+def _spells_the_cpu(value: ast.expr) -> bool:
+    """``"cpu"``, or ``torch.device("cpu")``."""
+    device = _device_made(value)
+    if device is not None:
+        return _spells_the_cpu(device)
+    return isinstance(value, ast.Constant) and str(value.value).startswith("cpu")
 
 
 def devices_given(call: ast.Call) -> List[ast.expr]:
