@@ -232,47 +232,58 @@ def _may_be_a_gpu(value: ast.expr) -> bool:
     (``device``, ``self.device``, ``args.gpu``, ``local_rank``), a GPU the run chooses
     (``f"cuda:{rank}"``, an index), a choice between the GPU and another device (``"cuda" if
     available else "cpu"``), or ``torch.device`` given one."""
-    if _spells_the_gpu(value):
+    return any(_names_a_gpu(choice) for choice in _device_choices(value))
+
+
+def _names_a_gpu(choice: ast.expr) -> bool:
+    """One spelling of :func:`_may_be_a_gpu`'s devices."""
+    if _spells_the_gpu(choice):
         return True
-    device = _device_made(value)
-    if device is not None:
-        return _may_be_a_gpu(device)
-    if isinstance(value, ast.IfExp):
-        return any(_may_be_a_gpu(branch) for branch in (value.body, value.orelse))
-    if isinstance(value, ast.JoinedStr):
-        first = value.values[0] if value.values else None
+    if isinstance(choice, ast.JoinedStr):
+        first = choice.values[0] if choice.values else None
         return isinstance(first, ast.Constant) and str(first.value).startswith("cuda")
-    if isinstance(value, ast.Constant):
-        return type(value.value) is int
-    spelt = value.id if isinstance(value, ast.Name) else value.attr if isinstance(value, ast.Attribute) else ""
-    return any(word in spelt.lower() for word in DEVICE_NAME_WORDS)
+    if isinstance(choice, ast.Constant):
+        return type(choice.value) is int
+    return any(word in _spelt(choice) for word in DEVICE_NAME_WORDS)
 
 
 def may_be_the_first_gpu(value: ast.expr) -> bool:
     """A device that may be the first GPU, where a load puts back what a run on one GPU saved: the
-    first GPU spelt (:func:`_spells_the_gpu`), a choice between devices each of which is (``"cuda"
-    if available else "cpu"``), or a name or attribute spelt ``device`` and not for an index or a
-    rank (``device``, ``self.device``, ``args.device``; not ``args.gpu``, ``cuda_id`` or
-    ``local_rank``), or ``torch.device`` given one. Not a GPU the run picks by index (``.to(1)``,
+    first GPU spelt (:func:`_spells_the_gpu`), a name or attribute spelt ``device`` and not for an
+    index or a rank (``device``, ``self.device``, ``args.device``; not ``args.gpu``, ``cuda_id`` or
+    ``local_rank``), ``torch.device`` given one, or a choice between such devices and the CPU
+    (``"cuda" if available else "cpu"``). Not a GPU the run picks by index (``.to(1)``,
     ``f"cuda:{args.gpu}"``), nor the CPU alone."""
-    if _spells_the_gpu(value):
-        return True
-    device = _device_made(value)
-    if device is not None:
-        return may_be_the_first_gpu(device)
-    if isinstance(value, ast.IfExp):
-        branches = (value.body, value.orelse)
-        return any(map(may_be_the_first_gpu, branches)) and all(may_be_the_first_gpu(b) or _spells_the_cpu(b) for b in branches)
-    spelt = (value.id if isinstance(value, ast.Name) else value.attr if isinstance(value, ast.Attribute) else "").lower()
+    choices = _device_choices(value)
+    first = [choice for choice in choices if _spells_the_gpu(choice) or _names_a_device(choice)]
+    return bool(first) and all(choice in first or _spells_the_cpu(choice) for choice in choices)
+
+
+def _names_a_device(choice: ast.expr) -> bool:
+    """A name or attribute spelt ``device`` and not for an index or a rank (``self.device``)."""
+    spelt = _spelt(choice)
     return "device" in spelt and not any(word in spelt for word in DEVICE_NAME_WORDS if word != "device")
 
 
-def _spells_the_cpu(value: ast.expr) -> bool:
-    """``"cpu"``, or ``torch.device("cpu")``."""
+def _spells_the_cpu(choice: ast.expr) -> bool:
+    return isinstance(choice, ast.Constant) and str(choice.value).startswith("cpu")
+
+
+def _device_choices(value: ast.expr) -> List[ast.expr]:
+    """The spellings a device may take: ``torch.device(x)``'s ``x``, either branch of a conditional
+    expression (``"cuda" if available else "cpu"``), or ``value`` itself."""
     device = _device_made(value)
     if device is not None:
-        return _spells_the_cpu(device)
-    return isinstance(value, ast.Constant) and str(value.value).startswith("cpu")
+        return _device_choices(device)
+    if isinstance(value, ast.IfExp):
+        return [*_device_choices(value.body), *_device_choices(value.orelse)]
+    return [value]
+
+
+def _spelt(value: ast.expr) -> str:
+    """How a name, or an attribute's last part, is spelt, in lower case (``args.device``:
+    ``device``); empty for anything else."""
+    return (value.id if isinstance(value, ast.Name) else value.attr if isinstance(value, ast.Attribute) else "").lower()
 
 
 def devices_given(call: ast.Call) -> List[ast.expr]:
