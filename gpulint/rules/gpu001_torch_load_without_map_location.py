@@ -387,8 +387,9 @@ def _file_names(model: SemanticModel, path: ast.expr) -> Set[str]:
 def _placed_by_the_program(model: SemanticModel, call: ast.Call) -> bool:
     """Where the call's tensors land is the program's own doing, or moot: it reads back a cache or
     a live object the module writes, the module it loads is moved to the GPU at once or run as
-    loaded on inputs the program moves to the GPU, it restores what the other branch of its ``if``
-    builds and moves to the GPU, or it never runs."""
+    loaded on inputs the program moves to the GPU (or, in code for one GPU, to a device that may be
+    the first one, also where a whole module runs unmoved beside such values), it restores what the
+    other branch of its ``if`` builds and moves to the GPU, or it never runs."""
     loaded = loaded_path(call)
     return never_runs(model, call) or moved_to_gpu_at_once(model, call) or run_on_gpu_inputs_as_loaded(model, call) or (
         run_on_device_inputs_as_loaded(model, call, may_be_the_first_gpu)
