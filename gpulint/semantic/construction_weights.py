@@ -307,14 +307,18 @@ def _merged_into(node: ast.AST, fresh: Set[str]) -> Optional[str]:
 
 
 def _carriers(nodes: Iterable[ast.AST], call: ast.Call, fresh: Set[str]) -> Set[str]:
-    """The local names bound to what the load gave, or to something computed from it, and the fresh
-    local values a method call merges it into (``model_dict.update(pretrained)``): a fixed point."""
+    """The local names bound to what the load gave, or to something computed from it (not the report
+    ``load_state_dict`` gives back), and the fresh local values a method call merges it into
+    (``model_dict.update(pretrained)``): a fixed point."""
     nodes = list(nodes)
     carriers: Set[str] = set()
     changed = True
     while changed:
         changed = False
-        targets = [target for value, target in _bound_from(nodes) if _carries(value, call, carriers)] + [
+        targets = [
+            target for value, target in _bound_from(nodes)
+            if _carries(value, call, carriers) and not _load_report(value)
+        ] + [
             node.func for node in nodes
             if isinstance(node, ast.Call) and _merged_into(node, fresh) is not None
             and any(_carries(argument, call, carriers) for argument in _arguments(node))
@@ -325,6 +329,12 @@ def _carriers(nodes: Iterable[ast.AST], call: ast.Call, fresh: Set[str]) -> Set[
                     carriers.add(name.id)
                     changed = True
     return carriers
+
+
+def _load_report(value: ast.expr) -> bool:
+    """``model.load_state_dict(weights)`` as a value bound (``msg = ...``, ``missing, unexpected =
+    ...``): what it gives back names the keys that did not fit, and holds nothing of the weights."""
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == LOADS_INTO
 
 
 def _only_loaded(
