@@ -101,6 +101,7 @@ HOLDOUT_SETS = {
     "A thirty-fifth held-out set": ("wild-holdout-35-first.json", "wild-holdout-35.json"),
     "A thirty-sixth held-out set": ("wild-holdout-36-first.json", "wild-holdout-36.json"),
     "A thirty-seventh held-out set": ("wild-holdout-37-first.json", "wild-holdout-37.json"),
+    "A thirty-eighth held-out set": ("wild-holdout-38-first.json", "wild-holdout-38.json"),
 }
 HOLDOUT_FIGURES = r"the first measurement gave (?P<first>[^;]*); now (?P<now>[^.]*(?:\.\d+[^.]*)*)\."
 
