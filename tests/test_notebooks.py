@@ -52,12 +52,12 @@ def test_fix_rewrites_only_the_changed_cell(tmp_path):
 def test_fix_that_adds_lines_keeps_them_in_their_cell(tmp_path):
     loop = (
         "def train(model, loader, optimizer):\n    model.train()\n    for x in loader:\n"
-        "        loss = model(x).sum()\n        loss.backward()\n        optimizer.step()\n        torch.cuda.empty_cache()"
+        "        out = model(x)\n        out.sum().backward()\n        optimizer.step()\n        torch.cuda.empty_cache()"
     )
     (tmp_path / "nb.ipynb").write_text(_notebook("import torch", loop, "print(1)"), encoding="utf-8")
     assert run_gpulint(["--fix", "nb.ipynb"], cwd=tmp_path).returncode == 0
     cells = json.loads((tmp_path / "nb.ipynb").read_text(encoding="utf-8"))["cells"]
-    assert "".join(cells[2]["source"]).endswith("        del loss\n        torch.cuda.empty_cache()")
+    assert "".join(cells[2]["source"]).endswith("        del out\n        torch.cuda.empty_cache()")
     assert "".join(cells[1]["source"]) == "import torch"
     assert "".join(cells[3]["source"]) == "print(1)"
 

@@ -633,3 +633,74 @@ def test_a_differentiable_metric_is_not_taken_for_a_history_free_one():
     prediction = torch.rand(4, requires_grad=True)
     assert torchmetrics.MeanSquaredError()(prediction, torch.rand(4)).requires_grad
     assert not torch_api.is_history_free_metric("torch.nn.Accuracy")
+
+
+def _loss_inputs(name: str) -> tuple:
+    """Arguments of a batch of 8 rows of 16 for the loss class ``name`` (its input first)."""
+    generator = torch.Generator().manual_seed(0)
+    scores = torch.randn(8, 16, generator=generator, requires_grad=True)
+    other = torch.randn(8, 16, generator=generator)
+    classes = torch.randint(0, 16, (8,), generator=generator)
+    signs = torch.ones(8)
+    if name in ("CrossEntropyLoss", "MultiMarginLoss"):
+        return scores, classes
+    if name in ("NLLLoss", "NLLLoss2d"):
+        return scores.log_softmax(1), classes
+    if name == "BCELoss":
+        return scores.sigmoid(), other.sigmoid()
+    if name in ("BCEWithLogitsLoss", "MultiLabelSoftMarginLoss"):
+        return scores, (other > 0).float()
+    if name == "KLDivLoss":
+        return scores.log_softmax(1), other.softmax(1)
+    if name in ("SoftMarginLoss", "HingeEmbeddingLoss"):
+        return scores, other.sign()
+    if name == "PoissonNLLLoss":
+        return scores, other.abs()
+    if name == "GaussianNLLLoss":
+        return scores, other, torch.ones(8, 16)
+    if name == "CosineEmbeddingLoss":
+        return scores, other, signs
+    if name == "MarginRankingLoss":
+        return scores[:, 0], other[:, 0], signs
+    if name in ("TripletMarginLoss", "TripletMarginWithDistanceLoss"):
+        return scores, other, other * 2
+    if name == "MultiLabelMarginLoss":
+        return scores, classes.unsqueeze(1).expand(8, 16).contiguous()
+    return scores, other
+
+
+SIZED_LOSSES = sorted(torch_api.LOSS_MODULES - {"AdaptiveLogSoftmaxWithLoss", "CTCLoss", "LinearCrossEntropyLoss"})
+"""The loss classes built without arguments that take a batch of rows (CTC, adaptive softmax and
+the fused linear one need sequences, sizes or weights of their own)."""
+
+
+@pytest.mark.parametrize("name", SIZED_LOSSES)
+def test_storage_keeping_losses_are_those_whose_backpropagated_value_keeps_the_input_size(name):
+    """Reduced by default and backpropagated, a loss of :data:`STORAGE_KEEPING_LOSS_MODULES` still
+    holds a storage as large as its input; every other one holds its own number."""
+    inputs = _loss_inputs(name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        loss = getattr(nn, name)()(*inputs)
+    loss.backward()
+    keeps_input_size = loss.untyped_storage().nbytes() >= inputs[0].numel() * inputs[0].element_size()
+    assert keeps_input_size is (name in torch_api.STORAGE_KEEPING_LOSS_MODULES)
+
+
+def _functions_called_by(name: str) -> set:
+    """The ``torch.nn.functional`` functions the loss class ``name`` calls in its ``forward``."""
+    return set(re.findall(r"\bF\.(\w+)\(", inspect.getsource(getattr(nn, name).forward)))
+
+
+def test_storage_keeping_loss_functions_are_those_the_keeping_classes_call():
+    """Each keeping class calls one keeping function, which keeps the input's size when called directly."""
+    assert sorted(q for q in torch_api.STORAGE_KEEPING_LOSS_FUNCTIONS if not _resolves(q)) == []
+    functions = {q.rpartition(".")[2] for q in torch_api.STORAGE_KEEPING_LOSS_FUNCTIONS}
+    calling = {name: _functions_called_by(name) & functions for name in torch_api.STORAGE_KEEPING_LOSS_MODULES}
+    assert all(len(called) == 1 for called in calling.values()), calling
+    assert set().union(*calling.values()) == functions
+    for name, (function,) in calling.items():
+        inputs = _loss_inputs(name)
+        loss = getattr(torch.nn.functional, function)(*inputs)
+        loss.backward()
+        assert loss.untyped_storage().nbytes() >= inputs[0].numel() * inputs[0].element_size()

@@ -14,6 +14,7 @@ from gpulint.analysis.cfg import ControlFlowGraph, Step
 from gpulint.analysis.escapes import escaping_names
 from gpulint.analysis.names import NameResolver, QualifiedNames
 from gpulint.analysis.tensors import ModuleEvidence, TensorLikeness, dotted_name
+from gpulint.semantic.kept_loss_storage import storage_keeping_loss_calls
 from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.torch_api import MODULE_CONVERSIONS, WEIGHT_ATTRIBUTES, is_loss_module, is_module_constructor
 
@@ -71,6 +72,7 @@ class ScopeAnalysis:
         names: QualifiedNames,
         modules: FrozenSet[str],
         helper_outputs: FrozenSet[Tuple[int, int, int, int]] = frozenset(),
+        storage_keeping_losses: Optional[FrozenSet[Tuple[int, int, int, int]]] = None,
     ) -> None:
         self.owner = owner
         self.node = node
@@ -88,19 +90,27 @@ class ScopeAnalysis:
         self.maybe_bound = dataflow.maybe_bound(self.graph)
         self.helper_outputs = helper_outputs
         """Where calls of the module's own functions return a forward output (spans of their ``func``)."""
+        self.storage_keeping_losses = storage_keeping_losses
+        """Where the module calls a loss whose value keeps the elementwise losses' storage (spans of
+        their ``func``: :func:`~gpulint.semantic.kept_loss_storage.storage_keeping_loss_calls`);
+        None where that is unknown (no semantic model), and then no backward pass counts as freeing
+        what a name holds."""
         self.tensors = TensorLikeness(self._qualified_names, modules, self._backward_names(), self.calls_helper_output)
         self._learn_tensor_names()
         self.holding = self._holding_tensors()
 
     def calls_helper_output(self, call: cst.Call) -> bool:
         """Whether ``call`` calls a function of the module that returns a forward output."""
-        if not self.helper_outputs:
+        return self._func_span_in(call, self.helper_outputs)
+
+    def _func_span_in(self, call: cst.Call, spans: FrozenSet[Tuple[int, int, int, int]]) -> bool:
+        if not spans:
             return False
         code_range = self.owner.get_metadata(PositionProvider, call.func, None)
         if code_range is None:
             return False
         start, end = code_range.start, code_range.end
-        return (start.line, start.column, end.line, end.column) in self.helper_outputs
+        return (start.line, start.column, end.line, end.column) in spans
 
     def _small_statements(self) -> List[cst.CSTNode]:
         return [step.node for step in self.graph.steps if isinstance(step.node, cst.BaseSmallStatement)]
@@ -217,6 +227,30 @@ class ScopeAnalysis:
             return frozenset((before - current.binds - current.deletes) | gens)
 
         return dataflow.solve_forward_may(self.graph, transfer)[step]
+
+    @functools.cached_property
+    def _graphs_kept(self) -> Dict[Step, FrozenSet[str]]:
+        """For each step, the names that may hold, when it runs, a value bound since the last
+        backward pass that freed its graph (:func:`graph_released_by`), or never passed through one;
+        a name some binding gives a loss that keeps the elementwise losses' storage
+        (:attr:`storage_keeping_losses`) keeps it through a backward pass too."""
+        spans = self.storage_keeping_losses
+        keeping = {
+            name for step in self.graph.steps if step.node is not None for name, value in self._bindings(step.node)
+            if isinstance(value, cst.Call) and spans is not None and self._func_span_in(value, spans)
+        }
+
+        def transfer(step: Step, before: FrozenSet[str]) -> FrozenSet[str]:
+            released = graph_released_by(step.node) - keeping if spans is not None else frozenset()
+            return frozenset((before - step.deletes - released) | step.binds)
+
+        return dataflow.solve_forward_may(self.graph, transfer)
+
+    def backpropagated_before(self, step: Step) -> FrozenSet[str]:
+        """Names that, on every path to ``step`` that binds them, were last passed through a backward
+        pass freeing their graph (``loss.backward()`` after ``loss = criterion(output, y)``): each
+        holds one number, whatever it held before."""
+        return self.maybe_bound.get(step, frozenset()) - self._graphs_kept[step]
 
     @functools.cached_property
     def criteria(self) -> FrozenSet[str]:
@@ -382,6 +416,25 @@ def m_backward(statement: cst.CSTNode) -> bool:
     )
 
 
+GRAPH_KEEPING_ARGUMENTS = frozenset({"gradient", "retain_graph", "create_graph"})
+"""Arguments of ``backward`` that keep the graph, extend it, or let the output be more than a scalar."""
+
+
+def graph_released_by(statement: Optional[cst.CSTNode]) -> FrozenSet[str]:
+    """The name whose autograd graph the statement frees: ``name.backward()`` with no positional
+    argument and none of :data:`GRAPH_KEEPING_ARGUMENTS` (``inputs=`` only picks the leaves). Such a
+    pass runs only on a scalar (any other raises), and frees the graph's saved tensors as it runs,
+    so what the name holds afterwards is one number."""
+    if statement is None or not m_backward(statement):
+        return frozenset()
+    assert isinstance(statement, cst.Expr) and isinstance(statement.value, cst.Call)
+    call = statement.value
+    assert isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Name)
+    if any(arg.keyword is None or arg.keyword.value in GRAPH_KEEPING_ARGUMENTS for arg in call.args):
+        return frozenset()
+    return frozenset({call.func.value.value})
+
+
 def enclosing_scope_node(owner: MetadataDependent, node: cst.CSTNode) -> Optional[ScopeNode]:
     """The function (or module) whose body ``node`` is in; None inside a class body or lambda."""
     current = owner.get_metadata(ParentNodeProvider, node, None)
@@ -418,5 +471,6 @@ class ScopeAnalyses:
                 self.module.visit(evidence)
                 self.modules = frozenset(evidence.modules)
             helper_outputs = self.model.forward_output_calls if self.model is not None else frozenset()
-            self._built[scope_node] = ScopeAnalysis(owner, scope_node, names, self.modules, helper_outputs)
+            keeping = self.model.derived(storage_keeping_loss_calls) if self.model is not None else None
+            self._built[scope_node] = ScopeAnalysis(owner, scope_node, names, self.modules, helper_outputs, keeping)
         return self._built[scope_node]

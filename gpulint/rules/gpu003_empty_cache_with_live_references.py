@@ -264,7 +264,9 @@ class EmptyCacheWithLiveReferences(Rule):
         ids, masks or inputs, nor one pass's outputs of a loop run without a graph:
         :meth:`_one_pass_without_graph`) that nothing reads after ``step``, and that ``del`` would
         free: not parameters, not stored on an object or in a container, not held by a container
-        that stays alive (``kwargs = dict(input_ids=ids)``)."""
+        that stays alive (``kwargs = dict(input_ids=ids)``). None where every such name is a loss
+        whose backward pass has freed its graph, which holds one number
+        (:meth:`~ScopeAnalysis.backpropagated_before`); with other names, it is deleted too."""
         substantial, replaced = set(analysis.device_memory_names()), analysis.replaced_weights()
         holding_memory = analysis.holding_before(
             step, lambda name, value: analysis.tensors.holds_device_memory(value, substantial, replaced)
@@ -279,9 +281,10 @@ class EmptyCacheWithLiveReferences(Rule):
             if not still_held:
                 break
             dead -= still_held
-        return analysis.in_binding_order(
-            {name for name in dead & holding_memory if not self._bound_only_where_not_run(analysis, step, name)}
-        )
+        found = {name for name in dead & holding_memory if not self._bound_only_where_not_run(analysis, step, name)}
+        if found <= analysis.backpropagated_before(step):
+            return []
+        return analysis.in_binding_order(found)
 
     def _bound_only_where_not_run(self, analysis: ScopeAnalysis, step: Step, name: str) -> bool:
         """Whether every binding of ``name`` in the scope lies in one branch of an ``if`` on a steady

@@ -24,6 +24,7 @@ from gpulint.semantic.decorated_methods import runs_without_grad_by_its_decorato
 from gpulint.semantic.evaluation import EvaluationFacts, ScopeFacts
 from gpulint.semantic.explained_models import differentiated_elsewhere
 from gpulint.semantic.fabricated_inputs import given_only_cpu_fabrications
+from gpulint.semantic.forward_methods import forward_methods
 from gpulint.semantic.forward_values import hands_on, keeps_nothing_from
 from gpulint.semantic.called_back import called_back_without_grad
 from gpulint.semantic.history import AutogradHistory
@@ -88,9 +89,11 @@ NOTEBOOK_CELL = "# gpulint-cell "
 
 
 def _forward_of_a_model(model: SemanticModel, function: Function) -> bool:
-    """``forward`` of a class that is a model: its callers may backpropagate what it returns, and
-    evaluation mode there freezes batch-norm statistics (a perceptual loss's feature network)."""
-    return function.name == "forward" and function.owner is not None and function.owner.node in model.module_classes
+    """``forward`` of a class that is a model, or a method of the class it runs
+    (:func:`~gpulint.semantic.forward_methods.forward_methods`): its callers may backpropagate what
+    it returns, and evaluation mode there freezes batch-norm statistics (a perceptual loss's feature
+    network)."""
+    return function in model.derived(forward_methods)
 
 
 class InferenceWithoutNoGrad(Rule):
@@ -123,7 +126,7 @@ class InferenceWithoutNoGrad(Rule):
         """Each function (or the module-level code) that runs a model in evaluation mode with
         gradients on, with those forward calls: not where the code also trains (``backward``, an
         optimizer ``step``), nor in a function whose result a backward pass may start from, nor in
-        a model's own ``forward`` (what its callers may backpropagate), nor in a function that
+        a model's own ``forward`` or a method it runs (what its callers may backpropagate), nor in a function that
         always runs with gradients off, nor in one that runs its model once on one example it makes
         of Python data and lets nothing of it out (:func:`runs_one_example`), nor in one only handed to other code to call back, nor in one a factory makes that the code calls back only with gradients off (:func:`~gpulint.semantic.called_back.called_back_without_grad`), nor on a frozen model, nor on a model the module builds in
         a module that never puts anything on an accelerator (its graph takes host memory, not the

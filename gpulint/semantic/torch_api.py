@@ -390,6 +390,16 @@ LOSS_MODULES = frozenset({
 ``AdaptiveLogSoftmaxWithLoss``, which returns a loss too), by class name: ``is_loss_module`` reads
 them for ``analysis.scope``'s criteria and GPU005."""
 
+STORAGE_KEEPING_LOSS_FUNCTIONS = frozenset({
+    "torch.nn.functional.mse_loss", "torch.nn.functional.smooth_l1_loss",
+    "torch.nn.functional.binary_cross_entropy", "torch.nn.functional.soft_margin_loss",
+})
+"""Losses whose reduced value, 0-dim or not, keeps the storage of the elementwise losses it reduces
+(as large as the input), even once a backward pass has freed its graph; every other torch loss gives
+a number of its own."""
+STORAGE_KEEPING_LOSS_MODULES = frozenset({"MSELoss", "SmoothL1Loss", "BCELoss", "SoftMarginLoss"})
+"""The loss classes that call :data:`STORAGE_KEEPING_LOSS_FUNCTIONS`."""
+
 MODULE_CLASSES = LOSS_MODULES | frozenset({
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
     "AdaptiveMaxPool3d", "AlphaDropout", "AvgPool1d", "AvgPool2d", "AvgPool3d", "BatchNorm1d",
