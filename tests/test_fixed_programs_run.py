@@ -169,7 +169,8 @@ def run(path):
     model.load_state_dict(model_dict)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     for batch, target in make_loader(2):
-        loss = nn.functional.cross_entropy(model(batch), target)
+        logits = model(batch)
+        loss = nn.functional.cross_entropy(logits, target)
         loss.backward()
         optimizer.step()
         torch.cuda.empty_cache()
@@ -209,4 +210,4 @@ def test_the_seed_scenario_is_fixed():
     source = PRELUDE + textwrap.dedent(PROGRAMS["the-seed-scenario"])
     fixed = fix_text(source, lambda text: lint_source(text, "program.py", ALL_RULES), applicabilities(True)).text
     assert "del pretrained_model, pretrained_dict, model_dict\n    gc.collect()" in fixed
-    assert "del loss\n        torch.cuda.empty_cache()" in fixed
+    assert "del logits, loss\n        torch.cuda.empty_cache()" in fixed

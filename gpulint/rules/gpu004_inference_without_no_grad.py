@@ -36,7 +36,7 @@ from gpulint.semantic.tiny_batches import on_tiny_images
 from gpulint.semantic.survey import ast_dotted_name, forward_model, own_nodes, position
 from gpulint.semantic.torch_api import (
     DEVICE_KEEPING_TENSOR_METHODS, ELEMENTWISE_METHODS, EXECUTOR_MODULES, FORWARD_METHODS, FUNCTIONAL_NAMESPACE, TENSOR_TO_ARRAY_METHODS, HISTORY_FREE_METHODS, LAYOUT_METHODS,
-    GRAD_REQUIRING_TENSOR_METHODS, MODULE_METHODS, TENSOR_METADATA_ATTRIBUTES, TENSOR_SHAPE_METHODS,
+    GRAD_REQUIRING_TENSOR_METHODS, MODULE_METHODS, OPTIMIZER_NAMESPACE, TENSOR_METADATA_ATTRIBUTES, TENSOR_SHAPE_METHODS,
 )
 
 OUTPUTS_LEAVE = "a value computed from the forward pass leaves the function, and a caller may backpropagate it"
@@ -88,6 +88,48 @@ NOTEBOOK_CELL = "# gpulint-cell "
 """The line that starts each cell in a notebook's Python text: a file with one may be a notebook."""
 
 
+def restored_calls(model: SemanticModel, scope: ScopeFacts) -> List[ast.Call]:
+    """In a function outside classes that never trains (no backward pass, optimizer step or
+    ``autograd.grad``, and not one :attr:`~gpulint.semantic.model.SemanticModel.training_functions`
+    counts), the calls in a loop, with gradients on and in whatever mode, of a model the function
+    binds and loads trained weights into itself (``model = Net()``,
+    ``model.load_state_dict(torch.load(path))``, then ``for batch in loader: output = model(x)``):
+    it restores a model to run it over data, in a file that trains it elsewhere. Not where the
+    function builds a ``torch.optim`` optimizer, nor where the outermost loop around the call may
+    train (:func:`_may_train_inside`: ``train_one_epoch(model, loader, optimizer)`` in the epoch loop
+    around a validation loop)."""
+    function = scope.function
+    if function is None or function.owner is not None or scope.needs_gradients or function in model.training_functions:
+        return []
+    restored = set()
+    for node in own_nodes(function.node.body):
+        if not isinstance(node, ast.Call):
+            continue
+        if any(name.startswith(OPTIMIZER_NAMESPACE) for name in model.resolved_names(node.func)):
+            return []
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "load_state_dict":
+            place = model.place(node.func.value)
+            if place is not None and place in scope.models:
+                restored.add(place)
+    return [
+        call for call in scope.default_mode_calls
+        if model.in_loop(call) and model.place(forward_model(call)) in restored
+        and not _may_train_inside(model, _outermost_loop(model, call), [call])
+    ] if restored else []
+
+
+def _outermost_loop(model: SemanticModel, node: ast.AST) -> ast.stmt:
+    """The outermost ``for`` or ``while`` loop of its own function around ``node`` (which is in one)."""
+    found: Optional[ast.stmt] = None
+    current = model.parent(node)
+    while current is not None and not isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+        if isinstance(current, (ast.For, ast.AsyncFor, ast.While)):
+            found = current
+        current = model.parent(current)
+    assert found is not None
+    return found
+
+
 def _forward_of_a_model(model: SemanticModel, function: Function) -> bool:
     """``forward`` of a class that is a model, or a method of the class it runs
     (:func:`~gpulint.semantic.forward_methods.forward_methods`): its callers may backpropagate what
@@ -108,6 +150,10 @@ class InferenceWithoutNoGrad(Rule):
     inference_program_message = (
         "`{model}` is called with gradients on in a program that never trains: every activation is "
         "kept for a backward pass that never comes (run it under `torch.no_grad()`)"
+    )
+    restored_message = (
+        "`{model}` is called with gradients on in a function that loads its weights and never trains: "
+        "every activation is kept for a backward pass that never comes (run it under `torch.no_grad()`)"
     )
     sampled_message = (
         "`{model}` is called with gradients on, but every read of its output cuts it from the graph "
@@ -138,7 +184,7 @@ class InferenceWithoutNoGrad(Rule):
         inference_only = (program or model.has_main_guard or model.parses_the_command_line) and model.loads_weights and not (
             model.trains or model.builds_an_optimizer
         )
-        if not inference_only and not any(
+        if not inference_only and not model.method_calls("load_state_dict") and not any(
             call.func.attr == "eval" or call.args for call in model.method_calls("eval", "train")
             if isinstance(call.func, ast.Attribute)
         ):
@@ -149,7 +195,7 @@ class InferenceWithoutNoGrad(Rule):
             forward = scope.forward_calls
             program_calls = [call for call in scope.default_mode_calls if model.in_loop(call)] if (
                 inference_only and not scope.needs_gradients and (scope.function is None or scope.function.owner is None)
-            ) else []
+            ) else restored_calls(model, scope)
             if program_calls:
                 forward = sorted([*forward, *program_calls], key=lambda call: (call.lineno, call.col_offset))
             calls = [
@@ -196,6 +242,8 @@ class InferenceWithoutNoGrad(Rule):
         self.found_candidates: List[Candidate] = []
         self.default_mode: Set[Tuple[int, int, int, int]] = set()
         """Calls of models whose mode the code never sets (an inference-only program's)."""
+        self.restored: Set[Tuple[int, int, int, int]] = set()
+        """Those of them in a function that loads the model's weights and never trains (:func:`restored_calls`)."""
         model = self.context.model
         if model is None:
             return
@@ -217,6 +265,8 @@ class InferenceWithoutNoGrad(Rule):
             for call in calls:
                 self.forward[model.span(call.func)] = index
             self.default_mode.update(model.span(call.func) for call in calls if call in scope.default_mode_calls)
+            restored = restored_calls(model, scope)
+            self.restored.update(model.span(call.func) for call in calls if call in restored)
 
     def visit_Call(self, node: cst.Call) -> None:
         if not self.forward:
@@ -242,7 +292,10 @@ class InferenceWithoutNoGrad(Rule):
             if wrapped is not None and wrapped[1] == SAMPLED_IN_TRAINING:
                 message = self.sampled_message
             else:
-                message = self.inference_program_message if span in self.default_mode else self.message
+                message = (
+                    self.restored_message if span in self.restored
+                    else self.inference_program_message if span in self.default_mode else self.message
+                )
             if registers_hooks(model):
                 fix: FixOutcome = NoFix(HOOKS_KEEP_OUTPUTS)
             elif _registers_tensor_hooks(model, self.context.path):

@@ -13,7 +13,8 @@ from __future__ import annotations
 import ast
 from typing import Dict, FrozenSet, Iterator, List, Optional, Set, Tuple, Union
 
-from gpulint.semantic.model import Function, SemanticModel
+from gpulint.semantic.confined import CONTAINER_MUTATORS
+from gpulint.semantic.model import Function, Place, SemanticModel
 from gpulint.semantic.survey import argument_values, ast_dotted_name
 from gpulint.semantic.torch_api import AUTOGRAD_ENTRY_POINTS
 
@@ -40,7 +41,11 @@ def backpropagated_functions(model: SemanticModel) -> FrozenSet[Function]:
     (see :func:`_computed_from`), then, in turn, each function that such a function's return value
     calls or names. Since a call may reach a function the model does not resolve to (an override
     of a method, one of two ``def``s of a name under an ``if``), every function of the module with
-    the name called or named there counts too."""
+    the name called or named there counts too. A value computed from an attribute
+    (``torch.cat(self.log_probs)``, by :class:`~gpulint.semantic.model.Place`) also reaches the
+    functions that add to what it holds (``self.log_probs.append(log_prob)`` in the method that
+    samples an action: a policy gradient's forward pass, run in one method and trained in another;
+    see :func:`_stores_by_place`)."""
     by_name: Dict[str, List[Function]] = {}
     for function in model.all_functions:
         by_name.setdefault(function.name, []).append(function)
@@ -50,12 +55,16 @@ def backpropagated_functions(model: SemanticModel) -> FrozenSet[Function]:
         if owner is not None and statement.value is not None:
             returns.setdefault(owner, []).append(statement.value)
     assigned = _assigned_values(model)
+    stored = _stores_by_place(model)
     bound: BoundNames = {}
     found: Set[Function] = set()
     expressions = backward_inputs(model)
     while expressions:
         reached: Set[Function] = set()
         for node in _computed_from(model, assigned, bound, expressions):
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+                place = model.place(node)
+                reached.update(stored.get(place, ()) if place is not None else ())
             if isinstance(node, ast.Call):
                 callee = model.callee(node)
                 if callee is not None:
@@ -68,6 +77,29 @@ def backpropagated_functions(model: SemanticModel) -> FrozenSet[Function]:
         found |= reached
         expressions = [value for function in reached for value in returns.get(function, ())]
     return frozenset(found)
+
+
+def _stores_by_place(model: SemanticModel) -> Dict[Place, Set[Function]]:
+    """For each attribute place (``self.log_probs`` by class), the functions that add to what it
+    holds: assign an item of it, add to it in place (``+=``), or call a method on it that stores its
+    arguments (:data:`~gpulint.semantic.confined.CONTAINER_MUTATORS`: ``append``, ``extend``, ...).
+    Binding it anew (``self.model = model``) is not such a store: what a backward pass reads
+    through a model's attribute is its parameters, not what a constructor hands it."""
+    stores: Dict[Place, Set[Function]] = {}
+    targets: List[Tuple[ast.AST, ast.expr]] = [
+        (statement, statement.target) for statement in model.nodes(ast.AugAssign)
+    ]
+    for statement in model.nodes(ast.Assign):
+        targets.extend((statement, target.value) for target in statement.targets if isinstance(target, ast.Subscript))
+    for call in model.calls():
+        if isinstance(call.func, ast.Attribute) and call.func.attr in CONTAINER_MUTATORS:
+            targets.append((call, call.func.value))
+    for node, target in targets:
+        function = model.innermost_function(node)
+        place = model.place(target) if isinstance(target, ast.Attribute) else None
+        if function is not None and place is not None:
+            stores.setdefault(place, set()).add(function)
+    return stores
 
 
 Assigned = Dict[Tuple[ast.AST, str], List[AssignStatement]]
