@@ -141,6 +141,17 @@ def test_broken_symlink(project):
     assert "error: gone.py: cannot read" in result.stderr
 
 
+def test_links_that_loop_are_passed_over(project):
+    (project / "data").mkdir()
+    (project / "data" / "data").symlink_to("data/")
+    (project / "ping").symlink_to("pong")
+    (project / "pong").symlink_to("ping")
+    result = run_main(["check", "--format", "concise", "--jobs", "1", "."], cwd=project)
+    assert result.returncode == 1, result.stderr
+    assert "bad.py:2:5: GPU001" in result.stdout
+    assert result.stderr == ""
+
+
 @pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root can read any file")
 def test_unreadable_file(project):
     (project / "secret.py").write_text(BAD)

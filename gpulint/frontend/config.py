@@ -140,7 +140,11 @@ def load_file_config(path: Path) -> FileConfig:
 
 def _matches(patterns: Sequence[str], path: Path, root: Path) -> bool:
     try:
-        relative = path.resolve().relative_to(root).as_posix()
+        resolved = path.resolve()
+    except (OSError, RuntimeError):  # a link that loops is matched where it lies
+        resolved = path.absolute()
+    try:
+        relative = resolved.relative_to(root).as_posix()
     except ValueError:
         relative = path.as_posix()
     for pattern in patterns:

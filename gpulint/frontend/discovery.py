@@ -62,6 +62,15 @@ def _is_virtualenv(directory: Path) -> bool:
     return (directory / "pyvenv.cfg").is_file()
 
 
+def _is_directory(entry: os.DirEntry) -> bool:
+    """Whether ``entry`` is a folder or a link to one; a link that loops (``data -> data/``) or
+    cannot be followed is not."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
 def _inside(path: Path, tree: Path) -> bool:
     """Whether ``path``, with every link resolved, lies in ``tree`` (an already resolved folder)."""
     try:
@@ -81,7 +90,7 @@ def _walk(directory: Path, settings: Settings, ignores: List[_Ignore], tree: Pat
         return
     for entry in entries:
         path = Path(entry.path)
-        is_dir = entry.is_dir()
+        is_dir = _is_directory(entry)
         if settings.is_excluded(path) or _is_ignored(path, is_dir, ignores):
             continue
         if is_dir:
