@@ -48,7 +48,9 @@ def test_qualified_names_resolve(name):
     assert sorted(q for q in names if not _resolves(q)) == []
 
 
-@pytest.mark.parametrize("name", ["DATA_LOADER", "DATA_SUBSET", "TENSOR_DATASET", "VARIABLE", "PARAMETER", "DEVICE_CONTEXT"])
+@pytest.mark.parametrize(
+    "name", ["DATA_LOADER", "DATA_SUBSET", "TENSOR_DATASET", "VARIABLE", "PARAMETER", "DEVICE_CONTEXT", "TORCH_SAVE", "SCRIPT_SAVE"]
+)
 def test_qualified_name_resolves(name):
     assert _resolves(getattr(torch_api, name))
 

@@ -25,6 +25,7 @@ from gpulint.semantic.model_size import always_a_toy, is_toy_payload
 from gpulint.semantic.moved_at_once import moved_to_gpu_at_once
 from gpulint.semantic.path_strings import UNKNOWN, path_strings, segments
 from gpulint.semantic.pinned_dataset import served_by_a_pinning_loader
+from gpulint.semantic.project_saves import saved_by_another_module
 from gpulint.semantic.published import names_a_published_file
 from gpulint.semantic.live_optimizer import restores_live_optimizer
 from gpulint.semantic.read_back import ReadBack, loaded_path
@@ -123,7 +124,7 @@ class TorchLoadWithoutMapLocation(Rule):
         use = MappingUse(model, path)
         if use.only_as_mapping(call):
             return cls.make_fix(Applicability.SAFE, [edit])
-        if _returned_whole(model, call):
+        if _returned_whole(model, path, call):
             return NoFix(RETURNED_WHOLE)
         if restores_live_optimizer(model, call):
             return NoFix(OPTIMIZER_RESTORED)
@@ -172,28 +173,37 @@ def _makes_a_file_in_memory(model: SemanticModel, value: ast.expr) -> bool:
     return bool(names) and names <= IN_MEMORY_FILES
 
 
-def _returned_whole(model: SemanticModel, call: ast.Call) -> bool:
+def _returned_whole(model: SemanticModel, path: str, call: ast.Call) -> bool:
     """``return torch.load(path)``; or, for a file of a name the module itself saves to (whatever
-    folder: :func:`_saved_here_by_name`), the load bound to a name that a ``return`` hands back
-    whole (``embeddings = torch.load(root / "facebank.pth")``, ``return embeddings, names``, where
-    another function saves GPU embeddings to ``root / "facebank.pth"``)."""
+    folder: :func:`_saved_here_by_name`) or another module of the project does
+    (:func:`~gpulint.semantic.project_saves.saved_by_another_module`: SinGAN's
+    ``load_trained_pyramid`` reading what its training script saves), the load bound to a name
+    that a ``return`` hands back whole (``embeddings = torch.load(root / "facebank.pth")``,
+    ``return embeddings, names``, where another function saves GPU embeddings to
+    ``root / "facebank.pth"``)."""
     parent = model.parent(call)
     if isinstance(parent, ast.Return):
         return True
-    if not _saved_here_by_name(model, call):
-        return False
     if not (isinstance(parent, ast.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name)):
         return False
     place = model.place(parent.targets[0])
-    if place is None:
+    if place is None or not any(_handed_back(model, use) for use in model.uses(place.binding)):
         return False
-    for use in model.uses(place.binding):
-        holder = model.parent(use)
-        if isinstance(holder, ast.Tuple):
-            holder = model.parent(holder)
-        if isinstance(holder, ast.Return):
-            return True
-    return False
+    return _saved_here_by_name(model, call) or _saved_by_the_project(model, path, call)
+
+
+def _handed_back(model: SemanticModel, use: ast.AST) -> bool:
+    """Whether a ``return`` hands back the used name whole, alone or in a tuple."""
+    holder = model.parent(use)
+    if isinstance(holder, ast.Tuple):
+        holder = model.parent(holder)
+    return isinstance(holder, ast.Return)
+
+
+def _saved_by_the_project(model: SemanticModel, path: str, call: ast.Call) -> bool:
+    """Whether another module of the project saves with ``torch.save`` a file whose name the load may read."""
+    loaded = loaded_path(call)
+    return loaded is not None and saved_by_another_module(path, _file_names(model, loaded) - {UNKNOWN})
 
 
 def _saved_here_by_name(model: SemanticModel, call: ast.Call) -> bool:

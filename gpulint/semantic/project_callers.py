@@ -156,6 +156,19 @@ class _ProjectCallers:
         return found, started
 
 
+def project_code_files(module: Path) -> Optional[Tuple[Path, ...]]:
+    """The code files of the project around ``module`` (an absolute path): under the folder that
+    holds its package, each folder's listing recorded as consulted; None past :data:`MAX_ENTRIES`,
+    or where a folder cannot be listed."""
+    return _project_files(_search_root(module))
+
+
+def spells(file: Path, text: str) -> bool:
+    """Whether the file's text has ``text`` in it, the file recorded as consulted; a file that
+    cannot be read is taken to."""
+    return _spells(file, text)
+
+
 def _search_root(path: Path) -> Path:
     """The folder that holds the module's package: the nearest one above it without ``__init__.py``."""
     folder = path.parent

@@ -94,6 +94,8 @@ NUMPY_ARRAY_CONSTRUCTORS = frozenset({
 """numpy's functions that make a new array: writing a value into a slice of one (``buffer[a:b] =
 value``) converts it to numpy, which no tensor on an accelerator allows (``semantic.array_data``)."""
 
+TORCH_SAVE = "torch.save"
+"""Pickles an object, its tensors tagged with the devices they are on."""
 SCRIPT_SAVE = "torch.jit.save"
 """Saves a TorchScript module (as its own ``save`` method does)."""
 SCRIPT_MAKERS = frozenset({"torch.jit.trace", "torch.jit.trace_module", "torch.jit.script", "torch.jit.freeze"})
