@@ -21,7 +21,9 @@ from typing import Dict, FrozenSet, List, Optional, Set, Tuple, Union
 from gpulint.semantic.model import Function, GradientWalker, Place, SemanticModel
 from gpulint.semantic.survey import ast_dotted_name, forward_model, is_false_constant, module_of, own_nodes
 from gpulint.semantic.frozen import frozen_models
-from gpulint.semantic.torch_api import FORWARD_METHODS, HISTORY_FREE_METHODS, MODULE_API, MODULE_RETURNING_METHODS
+from gpulint.semantic.torch_api import (
+    FORWARD_METHODS, HISTORY_FREE_METHODS, MODULE_API, MODULE_CALL_METHOD, MODULE_RETURNING_METHODS,
+)
 
 MODE_PRESERVING = MODULE_RETURNING_METHODS - {"train"}
 """Methods that return the module they are called on and keep its mode: ``model.float().eval()`` puts
@@ -41,6 +43,11 @@ Owner = Union[ast.Module, ast.FunctionDef, ast.AsyncFunctionDef]
 ArgumentMode = Union[bool, Tuple["ScopeFacts", Place]]
 """What a call passes at one position: a model known to be in evaluation mode there or not, or one
 whose mode comes from outside the caller."""
+
+CALLED_AS_THE_OBJECT = frozenset({MODULE_CALL_METHOD, "__call__"})
+"""The methods that calling the object runs (``model(x)``, ``body(pose)``): a forward pass that a
+training caller may backpropagate through, so evaluation mode set elsewhere in the class does not
+reach into them."""
 
 
 @dataclass(eq=False)
@@ -112,7 +119,7 @@ class EvaluationFacts:
         """Whether a value whose mode ``facts`` does not set is in evaluation mode by facts from
         outside: the class, the callers, the module."""
         function = facts.function
-        if function is None or function.name == "forward":
+        if function is None or function.name in CALLED_AS_THE_OBJECT:
             return False
         binding = place.binding
         if binding.scope.is_class and binding.name == "self":
