@@ -33,7 +33,7 @@ from gpulint.semantic.restored_branch import restores_what_the_other_branch_plac
 from gpulint.semantic.run_as_loaded import may_be_the_first_gpu, run_on_device_inputs_as_loaded, run_on_gpu_inputs_as_loaded
 from gpulint.semantic.scopes import Binding
 from gpulint.semantic.survey import SCOPES, ast_dotted_name, ast_full_name, module_of, own_nodes, position
-from gpulint.semantic.torch_api import MAP_LOCATION_SLOT, MULTI_DEVICE_WORDS, TENSORLESS_FILES
+from gpulint.semantic.torch_api import MAP_LOCATION_SLOT, MULTI_DEVICE_WORDS, TENSORLESS_FILES, TORCH_SAVE
 from gpulint.semantic.unmoved_module import unmoved_loaded_module, unmoved_script_module
 
 # The functions flagged are those of MAP_LOCATION_SLOT. ``torch.hub.load_state_dict_from_url`` and
@@ -443,7 +443,6 @@ def _a_toy(model: SemanticModel, call: ast.Call) -> bool:
     return _into_a_toy(model, call) or _reads_back_a_toy_payload(model, call)
 
 
-SAVE = "torch.save"
 CONDITIONAL = (
     ast.If, ast.IfExp, ast.For, ast.AsyncFor, ast.While, ast.Try, getattr(ast, "TryStar", ast.Try), ast.Match, ast.BoolOp,
     ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp,
@@ -465,7 +464,7 @@ def _reads_back_a_toy_payload(model: SemanticModel, call: ast.Call) -> bool:
         return False
     saves: List[ast.Call] = []
     for node in [*model.nodes(ast.Name), *model.nodes(ast.Attribute)]:
-        if SAVE in model.qualified_names(node) and model.resolved_names(node) & {SAVE}:
+        if TORCH_SAVE in model.qualified_names(node) and model.resolved_names(node) & {TORCH_SAVE}:
             save = model.parent(node)
             if not (isinstance(save, ast.Call) and save.func is node):
                 return False  # ``save = torch.save``, ``partial(torch.save, ...)``
@@ -525,7 +524,7 @@ def _is_saved_or_loaded_path(model: SemanticModel, node: ast.expr) -> bool:
         parent = model.parent(parent)
     if not isinstance(parent, ast.Call):
         return False
-    if model.resolved_names(parent.func) == {SAVE}:
+    if model.resolved_names(parent.func) == {TORCH_SAVE}:
         return _save_path(parent) is node
     return _a_loader_call(model, parent) and loaded_path(parent) is node
 

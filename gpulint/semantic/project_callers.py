@@ -131,7 +131,7 @@ class _ProjectCallers:
                 if self.own_index is None:
                     self.own_index = _index_of(self.model)
                 index: Optional[_CallIndex] = self.own_index
-            elif not _spells(file, name):
+            elif not spells(file, name):
                 continue
             elif file.suffix == ".ipynb":
                 return False, False
@@ -161,12 +161,6 @@ def project_code_files(module: Path) -> Optional[Tuple[Path, ...]]:
     holds its package, each folder's listing recorded as consulted; None past :data:`MAX_ENTRIES`,
     or where a folder cannot be listed."""
     return _project_files(_search_root(module))
-
-
-def spells(file: Path, text: str) -> bool:
-    """Whether the file's text has ``text`` in it, the file recorded as consulted; a file that
-    cannot be read is taken to."""
-    return _spells(file, text)
 
 
 def _search_root(path: Path) -> Path:
@@ -225,7 +219,7 @@ def _unchanged(folders: Tuple[Tuple[str, int], ...]) -> bool:
         return False
 
 
-def _spells(file: Path, name: str) -> bool:
+def spells(file: Path, name: str) -> bool:
     """Whether the file's text has ``name`` in it (recorded as consulted); a file that cannot be
     read is taken to."""
     try:

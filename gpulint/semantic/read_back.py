@@ -51,9 +51,8 @@ from typing import Dict, Iterator, List, Optional, Tuple
 from gpulint.semantic.model import Place, SemanticModel
 from gpulint.semantic.scopes import Binding
 from gpulint.semantic.survey import STATEMENT_BLOCKS, ast_dotted_name, own_nodes
-from gpulint.semantic.torch_api import LOADERS, MODULE_RETURNING_METHODS, SCRIPT_MAKERS, SCRIPT_SAVE
+from gpulint.semantic.torch_api import LOADERS, MODULE_RETURNING_METHODS, SCRIPT_MAKERS, SCRIPT_SAVE, TORCH_SAVE
 
-SAVE = "torch.save"
 OPENERS = frozenset({"open", "builtins.open", "io.open"})
 PATH_SPELLINGS = frozenset({"str", "builtins.str", "os.fspath"})
 """Calls that hand back the path they are given, spelt as a string: ``str(path)`` stands for ``path``."""
@@ -259,7 +258,7 @@ class ReadBack:
 
     def _saves(self, call: ast.Call) -> bool:
         """Whether ``call`` is ``torch.save`` (the import table's superset first: no binding to resolve)."""
-        return SAVE in self.model.qualified_names(call.func) and self.model.resolved_names(call.func) == {SAVE}
+        return TORCH_SAVE in self.model.qualified_names(call.func) and self.model.resolved_names(call.func) == {TORCH_SAVE}
 
     def _opens(self, call: ast.Call) -> bool:
         """Whether ``call`` opens a file: ``open(...)`` (the builtin also under a star import, as
