@@ -103,6 +103,7 @@ HOLDOUT_SETS = {
     "A thirty-seventh held-out set": ("wild-holdout-37-first.json", "wild-holdout-37.json"),
     "A thirty-eighth held-out set": ("wild-holdout-38-first.json", "wild-holdout-38.json"),
     "A thirty-ninth held-out set": ("wild-holdout-39-first.json", "wild-holdout-39.json"),
+    "A fortieth held-out set": ("wild-holdout-40-first.json", "wild-holdout-40.json"),
 }
 HOLDOUT_FIGURES = r"the first measurement gave (?P<first>[^;]*); now (?P<now>[^.]*(?:\.\d+[^.]*)*)\."
 
