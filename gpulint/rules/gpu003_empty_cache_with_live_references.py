@@ -10,12 +10,12 @@ from libcst.metadata import ParentNodeProvider, PositionProvider
 from gpulint.edits import statements
 from gpulint.edits.statements import MODULE_LEVEL_DELETION, NO_STATEMENT_BOUNDARY, NOT_DELETABLE
 from gpulint.analysis import scope
-from gpulint.analysis.scope import ScopeAnalysis
+from gpulint.analysis.scope import GRAPH_KEEPING_ARGUMENTS, ScopeAnalysis
 from gpulint.analysis.tensors import subexpressions
 from gpulint.analysis.cfg import Step
 from gpulint.engine.diagnostics import Applicability, FixOutcome, NoFix
 from gpulint.engine.rule import FixAvailability, Rule
-from gpulint.semantic.torch_api import EMPTY_CACHE
+from gpulint.semantic.torch_api import AUTOGRAD_ENTRY_POINTS, EMPTY_CACHE
 
 
 def _target_names(target: cst.BaseExpression) -> Set[str]:
@@ -120,6 +120,34 @@ def _plain_assignments_within(statement: cst.CSTNode, name: str) -> Optional[Lis
     return values
 
 
+def _binds_on_every_path(statement: cst.CSTNode, name: str) -> bool:
+    """Whether every way through ``statement`` that goes on past it binds ``name`` by a plain
+    assignment: an ``if`` whose branches (each ``elif`` and an ``else``) all do, or a ``with``
+    block that does (:func:`_block_binds`)."""
+    if isinstance(statement, cst.If):
+        if isinstance(statement.orelse, cst.If):
+            rest = _binds_on_every_path(statement.orelse, name)
+        else:
+            rest = statement.orelse is not None and _block_binds(statement.orelse.body, name)
+        return rest and _block_binds(statement.body, name)
+    return isinstance(statement, cst.With) and _block_binds(statement.body, name)
+
+
+def _block_binds(block: cst.BaseSuite, name: str) -> bool:
+    """Whether a block, run to its end, binds ``name``: a statement at its top level assigns it
+    plainly (``name = value``, also unpacked from a tuple), or binds it on every way through."""
+    statements: Sequence[cst.CSTNode] = block.body if isinstance(block, cst.IndentedBlock) else [block]
+    for statement in statements:
+        smalls = statement.body if isinstance(statement, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) else []
+        if any(
+            isinstance(small, cst.Assign) and any(name in _target_names(target.target) for target in small.targets)
+            or isinstance(small, cst.AnnAssign) and small.value is not None and name in _target_names(small.target)
+            for small in smalls
+        ) or _binds_on_every_path(statement, name):
+            return True
+    return False
+
+
 _BINDING_NODES = (
     cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For, cst.NamedExpr, cst.AsName, cst.MatchAs, cst.MatchStar,
     cst.MatchMapping,
@@ -198,6 +226,38 @@ def _declares(node: cst.CSTNode, name: str) -> bool:
     return isinstance(node, (cst.Global, cst.Nonlocal)) and any(item.name.value == name for item in node.names)
 
 
+def _returns(statement: cst.CSTNode) -> bool:
+    """A ``return`` statement (with nothing else on its line)."""
+    return isinstance(statement, cst.SimpleStatementLine) and all(isinstance(small, cst.Return) for small in statement.body)
+
+
+def _run_by_every_pass(block: cst.BaseSuite) -> List[cst.CSTNode]:
+    """The statements of a loop's body that every pass going on past them runs: those at its top
+    level and, in turn, in ``with`` blocks there."""
+    found: List[cst.CSTNode] = []
+    for statement in block.body if isinstance(block, cst.IndentedBlock) else [block]:
+        found.append(statement)
+        if isinstance(statement, cst.With):
+            found.extend(_run_by_every_pass(statement.body))
+    return found
+
+
+def _frees_a_graph(rule: Rule, statement: cst.CSTNode) -> bool:
+    """A statement that is one call starting a backward pass that frees its graph as it runs:
+    ``x.backward()`` on any expression (``scaler.scale(loss).backward()``), a function or method
+    whose name ends in ``backward`` (``accelerator.backward(loss)``), or ``torch.autograd.backward``;
+    none given an argument that keeps the graph or extends it (``retain_graph``, ``create_graph``)."""
+    if not (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1):
+        return False
+    small = statement.body[0]
+    if not (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)):
+        return False
+    call, func = small.value, small.value.func
+    named = (func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else "")
+    starts = named.endswith("backward") or bool(rule.qualified_names(func) & AUTOGRAD_ENTRY_POINTS)
+    return starts and not any(arg.keyword is not None and arg.keyword.value in GRAPH_KEEPING_ARGUMENTS for arg in call.args)
+
+
 def _quoted(names: List[str]) -> str:
     return ", ".join(f"'{name}'" for name in names)
 
@@ -230,7 +290,7 @@ class EmptyCacheWithLiveReferences(Rule):
         step = analysis.step_of(statement) if analysis else None
         if analysis is None or step is None or self._ends_the_script(statement):
             return
-        dead = self._dead_tensor_names(analysis, step)
+        dead = self._dead_tensor_names(analysis, step, self._ends_its_function(statement))
         if dead:
             self.report(node, self.message.format(names=_quoted(dead)), self._fix(analysis, step, statement, dead))
 
@@ -258,11 +318,13 @@ class EmptyCacheWithLiveReferences(Rule):
                 return False
             node = parent
 
-    def _dead_tensor_names(self, analysis: ScopeAnalysis, step: Step) -> List[str]:
+    def _dead_tensor_names(self, analysis: ScopeAnalysis, step: Step, ends_the_function: bool) -> List[str]:
         """Names holding device memory worth releasing (forward outputs and values computed from
         them, losses, checkpoints loaded to the device, modules built on it, weights — not token
-        ids, masks or inputs, nor one pass's outputs of a loop run without a graph:
-        :meth:`_one_pass_without_graph`) that nothing reads after ``step``, and that ``del`` would
+        ids, masks or inputs, nor one pass's outputs of a loop run without a graph
+        (:meth:`_one_pass_without_graph`), nor, where the call ends its function
+        (:meth:`_ends_its_function`), one pass's outputs of a training loop whose graph a backward
+        pass freed (:meth:`_one_pass_backpropagated`)) that nothing reads after ``step``, and that ``del`` would
         free: not parameters, not stored on an object or in a container, not held by a container
         that stays alive (``kwargs = dict(input_ids=ids)``). None where every such name is a loss
         whose backward pass has freed its graph, which holds one number
@@ -271,6 +333,7 @@ class EmptyCacheWithLiveReferences(Rule):
         holding_memory = analysis.holding_before(
             step, lambda name, value: analysis.tensors.holds_device_memory(value, substantial, replaced)
             and not self._one_pass_without_graph(analysis, name, value)
+            and not (ends_the_function and self._one_pass_backpropagated(analysis, value))
         )
         live = analysis.live_before(step)
         excluded = live | analysis.escaping | set(analysis.parameters) | analysis.stored_elsewhere()
@@ -285,6 +348,48 @@ class EmptyCacheWithLiveReferences(Rule):
         if found <= analysis.backpropagated_before(step):
             return []
         return analysis.in_binding_order(found)
+
+    def _ends_its_function(self, statement: cst.Expr) -> bool:
+        """Whether the call is the last thing its function does: nothing but ``return`` statements
+        after it in any block around it (``if`` branches and ``with`` blocks) up to the function's
+        body. The function's names die as it returns, so what they hold goes back to the cache a
+        moment later with or without a ``del``."""
+        node: cst.CSTNode = statement
+        while True:
+            parent = self.get_metadata(ParentNodeProvider, node, None)
+            if isinstance(parent, cst.Else):
+                parent = self.get_metadata(ParentNodeProvider, parent, None)
+                if not isinstance(parent, cst.If):
+                    return False
+            elif isinstance(parent, (cst.SimpleStatementLine, cst.IndentedBlock)):
+                following = list(parent.body)[[index for index, item in enumerate(parent.body) if item is node][0] + 1:]
+                if not all(_returns(item) for item in following):
+                    return False
+                if isinstance(parent, cst.IndentedBlock) and isinstance(
+                    self.get_metadata(ParentNodeProvider, parent, None), cst.FunctionDef
+                ):
+                    return True
+            elif not isinstance(parent, (cst.If, cst.With)):
+                return False
+            node = parent
+
+    def _one_pass_backpropagated(self, analysis: ScopeAnalysis, value: cst.BaseExpression) -> bool:
+        """Whether ``name = value`` binds one pass's outputs of a training loop whose graph a
+        backward pass freed: in a loop of the scope, a value computed from others that loads,
+        allocates or builds nothing, made afresh in the pass (:meth:`_fresh`), before a statement
+        that every pass going on runs (:func:`_run_by_every_pass`) and that starts a backward pass
+        freeing its graph (:func:`_frees_a_graph`: ``loss.backward()``,
+        ``scaler.scale(loss).backward()``, ``accelerator.backward(loss)``). What stays bound is a
+        batch's outputs, whose saved activations that pass freed — logits, embeddings, a loss."""
+        statement = self.get_metadata(ParentNodeProvider, value, None)
+        if not isinstance(statement, (cst.Assign, cst.AnnAssign)) or analysis.tensors.acquires_memory(value):
+            return False
+        loop = self._pass_of(analysis, statement)
+        start = self._start(statement)
+        if loop is None or start is None:
+            return False
+        later = [self._start(item) for item in _run_by_every_pass(loop.body) if _frees_a_graph(self, item)]
+        return any(backward is not None and backward > start for backward in later) and self._fresh(statement, loop, value)
 
     def _bound_only_where_not_run(self, analysis: ScopeAnalysis, step: Step, name: str) -> bool:
         """Whether every binding of ``name`` in the scope lies in one branch of an ``if`` on a steady
@@ -405,10 +510,11 @@ class EmptyCacheWithLiveReferences(Rule):
     ) -> Optional[List[Union[cst.BaseExpression, cst.For, cst.While]]]:
         """What may bind ``name`` last before ``node`` in one pass of ``loop``: the value of the
         nearest plain assignment earlier in a block that holds ``node`` (up to the loop's body),
-        with the values of plain assignments in statements between (a branch, a block that may
-        or may not run), else the loop itself where its target binds the name; None where the
-        name may come from before the pass, or a statement between binds it another way
-        (``name += x``)."""
+        or of the plain assignments in the nearest statement that binds it on every way through
+        (:func:`_binds_on_every_path`: ``if``/``else`` branches that each assign it), with the
+        values of plain assignments in statements between (a branch, a block that may or may not
+        run), else the loop itself where its target binds the name; None where the name may come
+        from before the pass, or a statement between binds it another way (``name += x``)."""
         found: List[Union[cst.BaseExpression, cst.For, cst.While]] = []
         child, parent = node, self.get_metadata(ParentNodeProvider, node, None)
         while parent is not None and child is not loop.body:
@@ -424,6 +530,8 @@ class EmptyCacheWithLiveReferences(Rule):
                         if between is None:
                             return None
                         found += between
+                        if _binds_on_every_path(item, name):
+                            return found
             child, parent = parent, self.get_metadata(ParentNodeProvider, parent, None)
         if isinstance(loop, cst.For) and name in _target_names(loop.target):
             return found + [loop]
