@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Set, Tuple, Union
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider
@@ -302,21 +302,7 @@ class EmptyCacheWithLiveReferences(Rule):
         keeps every name and the cache after its last cell."""
         if self.context.path.endswith(".ipynb"):
             return False
-        node: cst.CSTNode = statement
-        while True:
-            parent = self.get_metadata(ParentNodeProvider, node, None)
-            if isinstance(parent, cst.Else):
-                parent = self.get_metadata(ParentNodeProvider, parent, None)
-                if not isinstance(parent, cst.If):
-                    return False
-            elif isinstance(parent, (cst.SimpleStatementLine, cst.IndentedBlock, cst.Module)):
-                if parent.body[-1] is not node:
-                    return False
-                if isinstance(parent, cst.Module):
-                    return True
-            elif not isinstance(parent, (cst.If, cst.With)):
-                return False
-            node = parent
+        return isinstance(self._run_ended_by(statement, lambda following: False), cst.Module)
 
     def _dead_tensor_names(self, analysis: ScopeAnalysis, step: Step, ends_the_function: bool) -> List[str]:
         """Names holding device memory worth releasing (forward outputs and values computed from
@@ -354,23 +340,29 @@ class EmptyCacheWithLiveReferences(Rule):
         after it in any block around it (``if`` branches and ``with`` blocks) up to the function's
         body. The function's names die as it returns, so what they hold goes back to the cache a
         moment later with or without a ``del``."""
+        return isinstance(self._run_ended_by(statement, _returns), cst.FunctionDef)
+
+    def _run_ended_by(self, statement: cst.Expr, may_follow: Callable[[cst.CSTNode], bool]) -> Optional[cst.CSTNode]:
+        """The module or function whose run ``statement`` ends, walking out through ``if`` branches
+        and ``with`` blocks with nothing after it in any block but statements ``may_follow``
+        passes; None where something else follows it, or a loop, ``try`` or class is around it."""
         node: cst.CSTNode = statement
         while True:
             parent = self.get_metadata(ParentNodeProvider, node, None)
             if isinstance(parent, cst.Else):
                 parent = self.get_metadata(ParentNodeProvider, parent, None)
                 if not isinstance(parent, cst.If):
-                    return False
-            elif isinstance(parent, (cst.SimpleStatementLine, cst.IndentedBlock)):
-                following = list(parent.body)[[index for index, item in enumerate(parent.body) if item is node][0] + 1:]
-                if not all(_returns(item) for item in following):
-                    return False
-                if isinstance(parent, cst.IndentedBlock) and isinstance(
-                    self.get_metadata(ParentNodeProvider, parent, None), cst.FunctionDef
-                ):
-                    return True
+                    return None
+            elif isinstance(parent, (cst.SimpleStatementLine, cst.IndentedBlock, cst.Module)):
+                body = list(parent.body)
+                following = body[next(index for index, item in enumerate(body) if item is node) + 1:]
+                if not all(may_follow(item) for item in following):
+                    return None
+                owner = parent if isinstance(parent, cst.Module) else self.get_metadata(ParentNodeProvider, parent, None)
+                if isinstance(owner, (cst.Module, cst.FunctionDef)) and not isinstance(parent, cst.SimpleStatementLine):
+                    return owner
             elif not isinstance(parent, (cst.If, cst.With)):
-                return False
+                return None
             node = parent
 
     def _one_pass_backpropagated(self, analysis: ScopeAnalysis, value: cst.BaseExpression) -> bool:
