@@ -274,7 +274,7 @@ def _module_has(name: str) -> bool:
 
 @pytest.mark.parametrize("name", [
     "TENSOR_METADATA_ATTRIBUTES", "TENSOR_SHAPE_METHODS", "TENSOR_TO_PYTHON_METHODS", "TENSOR_ATTRIBUTES",
-    "INDEX_METHODS", "DEVICE_KEEPING_TENSOR_METHODS",
+    "INDEX_METHODS", "DEVICE_KEEPING_TENSOR_METHODS", "BINARY_TENSOR_METHODS",
 ])
 def test_tensor_members_exist(name):
     assert sorted(m for m in getattr(torch_api, name) if not _tensor_has(m)) == []
@@ -282,7 +282,7 @@ def test_tensor_members_exist(name):
 
 def test_tensor_methods_are_methods():
     methods = torch_api.TENSOR_SHAPE_METHODS | torch_api.TENSOR_TO_PYTHON_METHODS | torch_api.INDEX_METHODS
-    methods |= torch_api.DEVICE_KEEPING_TENSOR_METHODS
+    methods |= torch_api.DEVICE_KEEPING_TENSOR_METHODS | torch_api.BINARY_TENSOR_METHODS
     assert sorted(m for m in methods if not callable(getattr(torch.Tensor, m))) == []
 
 

@@ -15,6 +15,7 @@ from gpulint.engine.rule import FixAvailability, Rule
 from gpulint.engine.test_modules import is_test_module
 from gpulint.semantic.array_data import ArrayData
 from gpulint.semantic.coco_evaluation import read_as_coco_evaluation
+from gpulint.semantic.computed_as_loaded import computed_beside_gpu_values_as_loaded
 from gpulint.semantic.construction_weights import loaded_while_built
 from gpulint.semantic.dead_code import never_runs
 from gpulint.semantic.fed_as_loaded import fed_to_computation_as_loaded
@@ -136,6 +137,8 @@ class TorchLoadWithoutMapLocation(Rule):
             return NoFix(INSTALLED_AS_LOADED)
         if run_on_device_inputs_as_loaded(model, call):
             return NoFix(RUN_ON_DEVICE_INPUTS)
+        if computed_beside_gpu_values_as_loaded(model, call):
+            return NoFix(COMPUTED_AS_LOADED)
         if attached_where_placed(model, call):
             return NoFix(ATTACHED_WHERE_PLACED)
         if model.mentions_accelerator and unmoved_script_module(model, call):
@@ -238,6 +241,11 @@ RUN_ON_DEVICE_INPUTS = (
     "which may be the GPU the file was saved from (a module on the CPU would meet inputs on the GPU)"
 )
 """Why there is no fix for a load run as loaded on inputs moved to a device the code names."""
+COMPUTED_AS_LOADED = (
+    "a tensor taken from what is loaded is computed with, as it came back, beside values the code "
+    "moves to the GPU (on the CPU it would meet them there and the computation would fail)"
+)
+"""Why there is no fix for a load whose tensors meet GPU values in arithmetic as loaded."""
 ATTACHED_WHERE_PLACED = (
     "what is loaded is attached, as it came back, to an object the code has moved to a device, "
     "which may rely on it coming back to the GPU it was saved from"

@@ -35,7 +35,7 @@ from gpulint.semantic.reached_reads import reached_reads
 from gpulint.semantic.survey import ast_dotted_name
 from gpulint.semantic.torch_api import (
     DEVICE_CONTEXT, DEVICE_NAME_WORDS, DEVICE_TAKING_MAKERS, MODE_SWITCHES, MULTI_DEVICE_WORDS, PLACEMENT_KEEPING_METHODS,
-    TENSOR_NEW_METHODS, VARIABLE,
+    TENSOR_NEW_METHODS, VARIABLE, is_torch_tensor_function,
 )
 
 Placement = Callable[[ast.expr], bool]
@@ -99,7 +99,7 @@ def _run_on_placed_inputs(model: SemanticModel, read: ast.Name, placed: Placemen
     if not isinstance(call, ast.Call):
         return False
     if call.func is read:
-        return any(_placed_input(model, argument, placed) for argument in call.args)
+        return any(placed_input(model, argument, placed) for argument in call.args)
     site = model.site_of.get(id(call))
     if not through_parameter or site is None or site.callee is None or not model.defined_once(call.func):
         return False
@@ -121,9 +121,11 @@ def _fed_to_a_placed_module(model: SemanticModel, read: ast.Name, placed: Placem
     return _bound_placed_before(model, call, call.func.id, placed, statement_moves=True)
 
 
-def _placed_input(model: SemanticModel, argument: ast.expr, placed: Placement) -> bool:
+def placed_input(model: SemanticModel, argument: ast.expr, placed: Placement) -> bool:
+    """An argument put where ``placed`` says: a placed expression, ``Variable`` of one, or a name
+    the statements just before bind so (:func:`_bound_placed_before`)."""
     if isinstance(argument, ast.Call) and len(argument.args) == 1 and not argument.keywords and VARIABLE in model.resolved_names(argument.func):
-        return _placed_input(model, argument.args[0], placed)
+        return placed_input(model, argument.args[0], placed)
     if isinstance(argument, ast.Name):
         return _bound_placed_before(model, argument, argument.id, placed, statement_moves=False)
     return placed(argument)
@@ -164,11 +166,18 @@ def _last_placement(statements: List[ast.stmt], name: str, placed: Placement, st
 
 
 def _keeps_placement_of(value: ast.expr, name: str) -> bool:
-    """``name.view(n, -1)``, ``name.float().unsqueeze(0)``: methods that keep the device, on the name itself."""
-    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)):
+    """``name.view(n, -1)``, ``name.float().unsqueeze(0)``: methods that keep the device, on the name
+    itself; also a tensor function of torch spelt in full and given it first
+    (``torch.nn.functional.normalize(name, dim=1)``)."""
+    if not isinstance(value, ast.Call):
         return False
-    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in PLACEMENT_KEEPING_METHODS:
-        value = value.func.value
+    while isinstance(value, ast.Call):
+        if isinstance(value.func, ast.Attribute) and value.func.attr in PLACEMENT_KEEPING_METHODS:
+            value = value.func.value
+        elif value.args and is_torch_tensor_function(ast_dotted_name(value.func) or ""):
+            value = value.args[0]
+        else:
+            break
     return _name_of(value) == name
 
 

@@ -250,6 +250,12 @@ receiver's autograd history and nothing from the arguments (``semantic.history``
 REDUCTIONS = frozenset({"sum", "mean"})
 """Reductions, as tensor methods (``loss.sum()``) and ``torch`` functions (``torch.mean(loss)``),
 whose result keeps the autograd history of the tensor reduced."""
+BINARY_TENSOR_METHODS = frozenset({
+    "add", "sub", "mul", "div", "matmul", "mm", "bmm", "mv", "dot", "inner", "outer", "pow", "dist",
+    "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge", "where", "masked_fill", "index_select",
+})
+"""Tensor methods that compute with the receiver and another tensor (``vectors.matmul(centers)``),
+which must be on one device."""
 ELEMENTWISE_METHODS = frozenset({"softmax", "log_softmax", "sigmoid", "tanh", "relu", "neg"})
 """Tensor methods that map each value of the receiver (along a dimension, for ``softmax``): the
 result is a tensor made of the receiver alone."""
