@@ -23,7 +23,7 @@ just before bind so (:mod:`gpulint.semantic.run_as_loaded`). Module calls are
 from __future__ import annotations
 
 import ast
-from typing import List, Optional
+from typing import List
 
 from gpulint.semantic.model import Binding, SemanticModel
 from gpulint.semantic.run_as_loaded import moved_to_the_gpu, placed_input
@@ -54,24 +54,10 @@ def _names_taken_from(model: SemanticModel, loaded: Binding) -> List[Binding]:
             target = model.assigned_name(_widest_as_loaded(model, use))
             if target is None or target[1].binding in found or target[1].binding.scope is not loaded.scope:
                 continue
-            values = _assigned_values(model, target[1].binding)
+            values = model.plain_assignments(target[1].binding, deletions=True)
             if values is not None and all(_read_as_loaded(model, value, [*found, target[1].binding]) for value in values):
                 found.append(target[1].binding)
     return found
-
-
-def _assigned_values(model: SemanticModel, binding: Binding) -> Optional[List[ast.expr]]:
-    """What each store of ``binding`` assigns, where every one is a plain assignment to the name
-    alone (a ``del`` of it aside); None where one binds it otherwise."""
-    values = []
-    for use in model.uses(binding):
-        if isinstance(use.ctx, (ast.Load, ast.Del)):
-            continue
-        statement = model.parent(use)
-        if not (isinstance(statement, ast.Assign) and statement.targets == [use]):
-            return None
-        values.append(statement.value)
-    return values
 
 
 def _widest_as_loaded(model: SemanticModel, node: ast.expr) -> ast.expr:

@@ -188,14 +188,14 @@ class SemanticModel(Survey):
             return Place(Binding(method.owner.scope, "self"), "." + rest if rest else "")
         return Place(binding, "." + rest if rest else "")
 
-    def plain_assignments(self, binding: Binding) -> Optional[List[ast.expr]]:
+    def plain_assignments(self, binding: Binding, deletions: bool = False) -> Optional[List[ast.expr]]:
         """What each store of ``binding`` assigns, where every one is a plain assignment to the name
         alone (``name = value``); None where one binds it otherwise (a loop, ``with``, an unpacking,
-        ``+=``, a ``del``). Bindings made without a ``Name`` node (a parameter, an import, a ``def``)
-        are not stores: callers that care check them."""
+        ``+=``, a ``del`` unless ``deletions`` allows it). Bindings made without a ``Name`` node (a
+        parameter, an import, a ``def``) are not stores: callers that care check them."""
         values = []
         for use in self.uses(binding):
-            if isinstance(use.ctx, ast.Load):
+            if isinstance(use.ctx, ast.Load) or (deletions and isinstance(use.ctx, ast.Del)):
                 continue
             statement = self.parent(use)
             if not (isinstance(statement, ast.Assign) and statement.targets == [use]):
