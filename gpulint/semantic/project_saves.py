@@ -17,10 +17,11 @@ from __future__ import annotations
 import ast
 import os
 from pathlib import Path
-from typing import AbstractSet, Optional
+from typing import AbstractSet
 
 from gpulint.semantic.project_callers import project_code_files, spells
 from gpulint.semantic.project_modules import read_module
+from gpulint.semantic.read_back import saved_path
 from gpulint.semantic.torch_api import TORCH_SAVE
 
 
@@ -46,7 +47,7 @@ def _saves_a_file_named(tree: ast.Module, names: AbstractSet[str]) -> bool:
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and _is_torch_save(node.func)):
             continue
-        target = _saved_path(node)
+        target = saved_path(node)
         if target is None:
             continue
         for part in ast.walk(target):
@@ -60,8 +61,3 @@ def _is_torch_save(func: ast.expr) -> bool:
     """Whether the call is spelt ``torch.save`` (another module's imports are not followed)."""
     return isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and f"{func.value.id}.{func.attr}" == TORCH_SAVE
 
-
-def _saved_path(call: ast.Call) -> Optional[ast.expr]:
-    if len(call.args) >= 2:
-        return call.args[1]
-    return next((keyword.value for keyword in call.keywords if keyword.arg == "f"), None)

@@ -586,6 +586,11 @@ def loaded_path(call: ast.Call) -> Optional[ast.expr]:
     return _argument(call, 0, "f")
 
 
+def saved_path(call: ast.Call) -> Optional[ast.expr]:
+    """Where a ``torch.save(obj, f)`` call writes: its second argument, or ``f=``."""
+    return _argument(call, 1, "f")
+
+
 def _argument(call: ast.Call, index: int, keyword: str) -> Optional[ast.expr]:
     positional = [argument for argument in call.args if not isinstance(argument, ast.Starred)]
     if len(positional) == len(call.args) and index < len(positional):
