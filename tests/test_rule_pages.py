@@ -104,6 +104,7 @@ HOLDOUT_SETS = {
     "A thirty-eighth held-out set": ("wild-holdout-38-first.json", "wild-holdout-38.json"),
     "A thirty-ninth held-out set": ("wild-holdout-39-first.json", "wild-holdout-39.json"),
     "A fortieth held-out set": ("wild-holdout-40-first.json", "wild-holdout-40.json"),
+    "A forty-first held-out set": ("wild-holdout-41-first.json", "wild-holdout-41.json"),
 }
 HOLDOUT_FIGURES = r"the first measurement gave (?P<first>[^;]*); now (?P<now>[^.]*(?:\.\d+[^.]*)*)\."
 
