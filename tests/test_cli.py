@@ -395,11 +395,13 @@ def test_test_modules_are_left_out_unless_asked(tmp_path, code, fixture, option)
     (tmp_path / "net_test.py").write_text(script)  # an evaluation script named like a test, with no tests in it
     entry_point = source.replace("def test_", "def test") + '\n\nif __name__ == "__main__":\n    print("evaluating")\n'
     (tmp_path / "test_net.py").write_text(entry_point)  # an evaluation script with a `def test...` and an entry point
+    parsing = "import argparse\n\nargs = argparse.ArgumentParser().parse_args()\n" + source.replace("def test_", "def test")
+    (tmp_path / "test_attack.py").write_text(parsing)  # a `def test...` in a script whose module-level code parses its arguments
     default = run_gpulint(["check", "--select", code, "--format", "concise", "-q", "."], cwd=tmp_path)
-    assert sorted(line.split(":")[0] for line in default.stdout.splitlines()) == ["evaluate.py", "net_test.py", "test_net.py"]
+    assert sorted(line.split(":")[0] for line in default.stdout.splitlines()) == ["evaluate.py", "net_test.py", "test_attack.py", "test_net.py"]
     (tmp_path / "pyproject.toml").write_text(f"[tool.gpulint]\n{option} = true\n")
     included = run_gpulint(["check", "--select", code, "--format", "concise", "-q", "--no-cache", "."], cwd=tmp_path)
-    assert len(included.stdout.splitlines()) == 8
+    assert len(included.stdout.splitlines()) == 9
 
 
 def test_export_scripts_are_left_out_of_gpu004_unless_asked(tmp_path):

@@ -253,15 +253,22 @@ class ScopeAnalysis:
         return self.maybe_bound.get(step, frozenset()) - self._graphs_kept[step]
 
     @functools.cached_property
-    def criteria(self) -> FrozenSet[str]:
-        """Names bound to loss modules or functions (``criterion = nn.CrossEntropyLoss()``)."""
+    def torch_criteria(self) -> FrozenSet[str]:
+        """Names bound to torch loss modules (``criterion = nn.CrossEntropyLoss()``), which hold no
+        parameters."""
         found: Set[str] = set()
         for node in (step.node for step in self.graph.steps):
             if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call):
                 names = self._qualified_names(node.value.func)
                 if any(is_loss_module(q) for q in names):
                     found.update(t.target.value for t in node.targets if isinstance(t.target, cst.Name))
-        return frozenset(found | {m for m in self.tensors.modules if m.split(".")[-1].lower().endswith(("criterion", "loss_fn"))})
+        return frozenset(found)
+
+    @functools.cached_property
+    def criteria(self) -> FrozenSet[str]:
+        """Names bound to loss modules or functions: torch's (:attr:`torch_criteria`) and modules
+        named for one (``criterion``, ``loss_fn``)."""
+        return self.torch_criteria | {m for m in self.tensors.modules if m.split(".")[-1].lower().endswith(("criterion", "loss_fn"))}
 
     def holding_after_statement(
         self,

@@ -5,9 +5,9 @@ A name alone does not make a test module: research code calls its evaluation and
 scripts ``test.py``, ``u2net_test.py`` or ``test_on_image.py``. A module counts when its path looks
 like a test's (``test_*.py``, ``*_test.py``, ``tests.py``, ``conftest.py``, or any file in a
 ``tests`` folder) and its code is a test suite's: it imports ``pytest`` or ``unittest``, or it
-defines a ``test*`` function or a ``Test*`` class at top level and has no ``if __name__ ==
-"__main__":`` block (an evaluation script with a ``def test(model, loader)`` is a script); a
-``conftest.py`` always counts.
+defines a ``test*`` function or a ``Test*`` class at top level and is no script — it has no ``if
+__name__ == "__main__":`` block and its module-level code does not parse the command line (an
+evaluation script with a ``def test(model, loader)`` is a script); a ``conftest.py`` always counts.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import ast
 import re
 from pathlib import PurePath
 
-from gpulint.semantic.model import is_main_guard
+from gpulint.semantic.model import is_main_guard, parses_the_command_line
 
 TEST_FILE = re.compile(r"(test_.*|.*_test|tests|conftest)\.py")
 """pytest's test modules, and ``tests.py``."""
@@ -30,7 +30,7 @@ def is_test_module(path: str, tree: ast.Module) -> bool:
         return False
     if parts[-1] == "conftest.py" or any(_imports_a_test_framework(statement) for statement in tree.body):
         return True
-    script = any(isinstance(statement, ast.If) and is_main_guard(statement.test) for statement in tree.body)
+    script = parses_the_command_line(tree) or any(isinstance(statement, ast.If) and is_main_guard(statement.test) for statement in tree.body)
     return not script and any(_test_definition(statement) for statement in tree.body)
 
 

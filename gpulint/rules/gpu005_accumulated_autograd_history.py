@@ -21,6 +21,11 @@ from gpulint.semantic.model import BUILTIN_NAMES, SemanticModel
 from gpulint.semantic.survey import Survey, argument_values, ast_dotted_name
 from gpulint.semantic.torch_api import (
     AUTOGRAD_ENTRY_POINTS,
+    BINARY_TENSOR_METHODS,
+    DEVICE_KEEPING_TENSOR_METHODS,
+    ELEMENTWISE_METHODS,
+    HISTORY_FREE_METHODS,
+    LAYOUT_METHODS,
     FUNCTIONAL_NAMESPACE,
     REDUCTIONS,
     TORCH_PACKAGE,
@@ -43,6 +48,8 @@ BATCH_WORD_SPLIT = re.compile(r"_+|(?<=[a-z0-9])(?=[A-Z])")
 DIGITS = "0123456789"
 ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)
 """Operators whose result keeps the autograd history of either operand."""
+MAX_HISTORY_DEPTH = 6
+"""How deep :meth:`AccumulatedAutogradHistory._may_carry` follows bindings and operands."""
 HELPER_FUNCTION = re.compile(r".*collate.*", re.IGNORECASE)
 """Functions that assemble one batch: what they stack or sum is data, not history across steps."""
 
@@ -349,7 +356,11 @@ class AccumulatedAutogradHistory(Rule):
             return False
         return name in backward_in_loop or (isinstance(value, cst.Call) and self._graph_producing(value, analysis))
 
-    def _graph_producing(self, call: cst.Call, analysis: ScopeAnalysis) -> bool:
+    def _graph_producing(self, call: cst.Call, analysis: ScopeAnalysis, depth: int = 0) -> bool:
+        """A call whose result may carry autograd history: a module's (or model's) forward pass, a
+        helper that returns one computed with gradients on, or a criterion or functional call not
+        given only detached values. A torch loss module or a torch function holds no parameters, so
+        its result carries history only when an argument may (:meth:`_given_history`)."""
         if _detached(call) or analysis.tensors.releases(call):
             return False
         func = call.func
@@ -358,11 +369,88 @@ class AccumulatedAutogradHistory(Rule):
         if isinstance(func, cst.Attribute) and func.attr.value == "forward" and analysis.tensors.is_module(func.value):
             return True
         names = self._names(func)
-        if dotted_name(func) in analysis.criteria or any(
+        parameter_free = dotted_name(func) in analysis.torch_criteria or any(
             q.startswith(FUNCTIONAL_NAMESPACE) or (is_torch_tensor_function(q) and q.endswith("_loss")) for q in names
-        ):
-            return not self._given_only_detached(call)
+        )
+        if parameter_free or dotted_name(func) in analysis.criteria:
+            return not self._given_only_detached(call) and (not parameter_free or self._given_history(call, analysis, depth))
         return analysis.tensors.is_module(func)
+
+    def _given_history(self, call: cst.Call, analysis: ScopeAnalysis, depth: int) -> bool:
+        """Whether an argument of ``call`` may carry autograd history (:meth:`_may_carry`)."""
+        return any(self._may_carry(argument.value, call, analysis, depth) for argument in call.args)
+
+    def _may_carry(self, value: cst.BaseExpression, at: cst.CSTNode, analysis: ScopeAnalysis, depth: int) -> bool:
+        """Whether ``value``, read where ``at`` is, may carry autograd history. It carries none when
+        shown so: a constant; a detached value; a name whose every binding that reaches here is made
+        under a grad-off block, detached, or of such values (an output computed under
+        ``torch.no_grad()``, ``gt = batch["gt"].to(device)``); a name the loop that draws batches
+        binds (a batch holds data). A name no binding here gives a value (a parameter), an attribute
+        of ``self``, and a call of an unknown function may carry it."""
+        if depth > MAX_HISTORY_DEPTH:
+            return True
+        if isinstance(value, (cst.BaseNumber, cst.BaseString)) or analysis.tensors.releases(value) or _detached(value):
+            return False
+        if isinstance(value, cst.BinaryOperation):
+            return self._may_carry(value.left, at, analysis, depth) or self._may_carry(value.right, at, analysis, depth)
+        if isinstance(value, cst.UnaryOperation):
+            return self._may_carry(value.expression, at, analysis, depth)
+        if isinstance(value, (cst.Subscript, cst.Attribute)):
+            return self._may_carry(value.value, at, analysis, depth)
+        if isinstance(value, cst.Call):
+            if self._graph_producing(value, analysis, depth + 1):
+                return True
+            operands = self._operands(value, analysis)
+            return operands is None or any(self._may_carry(operand, at, analysis, depth + 1) for operand in operands)
+        if isinstance(value, (cst.List, cst.Tuple)):
+            return any(self._may_carry(element.value, at, analysis, depth) for element in value.elements)
+        if not isinstance(value, cst.Name):
+            return True
+        return self._name_may_carry(value.value, at, analysis, depth)
+
+    def _operands(self, call: cst.Call, analysis: ScopeAnalysis) -> Optional[List[cst.BaseExpression]]:
+        """What the result of a tensor method or a torch function is computed from (the receiver of
+        ``out.view(-1, n)``, both tensors of ``a.matmul(b)``, the arguments of ``torch.cat``); none
+        for a method whose result carries no history (``.argmax()``); None for another call."""
+        func = call.func
+        arguments = [argument.value for argument in call.args]
+        if any(is_torch_tensor_function(q) for q in self._names(func)):
+            return arguments
+        if isinstance(func, cst.Attribute) and not analysis.tensors.is_module(func):
+            method = func.attr.value
+            if method in HISTORY_FREE_METHODS:
+                return []
+            if method in LAYOUT_METHODS | DEVICE_KEEPING_TENSOR_METHODS | ELEMENTWISE_METHODS:
+                return [func.value]
+            if method in BINARY_TENSOR_METHODS:
+                return [func.value, *arguments]
+        return None
+
+    def _name_may_carry(self, name: str, at: cst.CSTNode, analysis: ScopeAnalysis, depth: int) -> bool:
+        if name == "self" or name in _backward_names(analysis.node):
+            return True
+        statement = _small_statement(self, at)
+        step = analysis.step_of(statement) if statement is not None else None
+        if step is None:
+            return True
+        valued = analysis.holding_before(step, lambda bound, _value: bound == name)
+        if name not in valued:
+            return name not in self._batch_names(at)
+        carrying = analysis.holding_before(
+            step, lambda bound, bound_value: bound == name and not self._grad_off(bound_value)
+            and self._may_carry(bound_value, bound_value, analysis, depth + 1)
+        )
+        return name in carrying
+
+    def _batch_names(self, node: cst.CSTNode) -> Set[str]:
+        """The names bound by the targets of the loops around ``node`` that draw batches."""
+        names: Set[str] = set()
+        current = self._parent(node)
+        while not isinstance(current, (cst.Module, cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            if isinstance(current, cst.For) and _draws_batches(current):
+                names |= _plain_names(current.target)
+            current = self._parent(current)
+        return names
 
     def _given_only_detached(self, call: cst.Call) -> bool:
         """A criterion or functional call given only detached values (by the model's reading of the

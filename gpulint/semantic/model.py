@@ -859,10 +859,7 @@ class SemanticModel(Survey):
     def parses_the_command_line(self) -> bool:
         """Whether the module-level code (not a function's) parses the command line
         (``opt = parser.parse_args()``): a script, run as a program."""
-        return any(
-            isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in torch_api.COMMAND_LINE_PARSES
-            for node in own_nodes(self.tree.body)
-        )
+        return parses_the_command_line(self.tree)
 
     def under_main_guard(self, node: ast.AST) -> bool:
         """Whether ``node`` is inside an ``if __name__ == "__main__":`` block."""
@@ -1042,6 +1039,15 @@ class SemanticModel(Survey):
             if isinstance(argument, ast.Starred):
                 return
             yield index, argument
+
+
+def parses_the_command_line(tree: ast.Module) -> bool:
+    """Whether the module-level code of ``tree`` (not a function's) parses the command line
+    (``opt = parser.parse_args()``)."""
+    return any(
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in torch_api.COMMAND_LINE_PARSES
+        for node in own_nodes(tree.body)
+    )
 
 
 def is_main_guard(test: ast.expr) -> bool:
