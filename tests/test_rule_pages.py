@@ -105,6 +105,7 @@ HOLDOUT_SETS = {
     "A thirty-ninth held-out set": ("wild-holdout-39-first.json", "wild-holdout-39.json"),
     "A fortieth held-out set": ("wild-holdout-40-first.json", "wild-holdout-40.json"),
     "A forty-first held-out set": ("wild-holdout-41-first.json", "wild-holdout-41.json"),
+    "A forty-second held-out set": ("wild-holdout-42-first.json", "wild-holdout-42.json"),
 }
 HOLDOUT_FIGURES = r"the first measurement gave (?P<first>[^;]*); now (?P<now>[^.]*(?:\.\d+[^.]*)*)\."
 

@@ -9,13 +9,14 @@ arithmetic, indexing and methods on tensor-like values.
 
 from __future__ import annotations
 
-from typing import Callable, FrozenSet, Iterable, List, Optional, Set
+from typing import Callable, FrozenSet, Iterable, List, Optional, Set, Union
 
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
 from gpulint.analysis.names import QualifiedNames
 from gpulint.semantic.torch_api import (
+    CHECKPOINT_COUNTER_KEYS,
     FLOAT_DTYPES,
     FORWARD_METHODS,
     INDEX_METHODS,
@@ -275,7 +276,7 @@ class TensorLikeness:
                 return True
             return not self.is_module(node.value) and self.holds_device_memory(node.value, holding, replaced)
         if isinstance(node, cst.Subscript):
-            return self.holds_device_memory(node.value, holding)
+            return not _reads_a_counter(node) and self.holds_device_memory(node.value, holding)
         if isinstance(node, cst.BinaryOperation):
             return self.holds_device_memory(node.left, holding) or self.holds_device_memory(node.right, holding)
         if isinstance(node, (cst.List, cst.Tuple)):
@@ -310,6 +311,8 @@ class TensorLikeness:
                 return method in FORWARD_METHODS
             if method == "from_pretrained":
                 return _keyword(node, "device_map") is not None
+            if method == "get" and _reads_a_counter(node):
+                return False
             return self.holds_device_memory(func.value, holding)
         return self.is_module(func) or (dotted_name(func) or "").split(".")[-1].lower().endswith(CRITERION_SUFFIXES)
 
@@ -349,3 +352,15 @@ class TensorLikeness:
         return any(is_module_constructor(q) for q in names) or (
             isinstance(node.func, (cst.Name, cst.Attribute)) and (dotted_name(node.func) or "").split(".")[-1][:1].isupper()
         )
+
+
+def _reads_a_counter(node: Union[cst.Subscript, cst.Call]) -> bool:
+    """``checkpoint["epoch"]`` or ``checkpoint.get("accuracy", 0)``: an entry a checkpoint keeps a
+    counter or a score under (:data:`~gpulint.semantic.torch_api.CHECKPOINT_COUNTER_KEYS`), a Python
+    number."""
+    if isinstance(node, cst.Subscript):
+        key = node.slice[0].slice if len(node.slice) == 1 else None
+        value = key.value if isinstance(key, cst.Index) else None
+    else:
+        value = node.args[0].value if node.args and node.args[0].keyword is None else None
+    return isinstance(value, cst.SimpleString) and value.evaluated_value in CHECKPOINT_COUNTER_KEYS

@@ -65,6 +65,14 @@ TENSORLESS_FILES = frozenset({"training_args.bin"})
 """Files a library writes with ``torch.save`` that hold no tensors: transformers' ``Trainer`` pickles
 its ``TrainingArguments`` as ``training_args.bin`` (``transformers.trainer.TRAINING_ARGS_NAME``)."""
 
+CHECKPOINT_COUNTER_KEYS = frozenset({
+    "epoch", "epochs", "step", "steps", "global_step", "iteration", "iterations", "iter",
+    "acc", "accuracy", "best_acc", "best_accuracy", "best_epoch", "best_score", "best_metric",
+})
+"""Keys under which a training script's checkpoint keeps its counters and scores
+(``torch.save({"model": model.state_dict(), "epoch": epoch, "accuracy": acc}, path)``): Python
+numbers, not tensors, whatever device the checkpoint's tensors were loaded onto."""
+
 COCO_EVALUATION_PARAMS = frozenset({"iouThrs", "recThrs", "maxDets", "areaRng", "areaRngLbl", "useCats", "catIds", "imgIds", "iouType"})
 """The settings of pycocotools' ``Params``, which ``COCOeval.eval`` holds as its ``params`` entry beside
 numpy arrays (``precision``, ``recall``, ``scores``): a payload read as ``data["params"].recThrs`` is
