@@ -389,7 +389,7 @@ class AccumulatedAutogradHistory(Rule):
         of ``self``, and a call of an unknown function may carry it."""
         if depth > MAX_HISTORY_DEPTH:
             return True
-        if isinstance(value, (cst.BaseNumber, cst.BaseString)) or analysis.tensors.releases(value) or _detached(value):
+        if analysis.tensors.releases(value) or _detached(value):
             return False
         if isinstance(value, cst.BinaryOperation):
             return self._may_carry(value.left, at, analysis, depth) or self._may_carry(value.right, at, analysis, depth)
