@@ -21,6 +21,41 @@ def _stays(source: str) -> bool:
 
 
 STAYS = {
+    "the last output read after it only for its values": """
+        def f(valid, writer):
+            for x in valid:  # here
+                out = net(x)
+            writer.add_scalar("out", out[0].cpu().data.numpy().mean())
+            print(out.shape, out > 0)
+    """,
+    "a total read through a method that keeps history, then detached": """
+        def f(valid):
+            total = 0
+            for x in valid:  # here
+                total += net(x).mean()
+            return total.cpu().data.numpy()
+    """,
+    "parts summed into a numpy array": """
+        import numpy as np
+
+        def f(valid):
+            parts = np.zeros(2)
+            for x in valid:  # here
+                loss, numbers = split(net(x))
+                parts += numbers
+            return parts
+    """,
+    "given to a method that stores it where it is read only detached": """
+        class Runner:
+            def score(self, out):
+                self.last = out
+                return torch.add(out, 1)
+
+            def f(self, valid):
+                for x in valid:  # here
+                    self.score(net(x))
+                print(self.last.cpu().data)
+    """,
     "rebound by the next turn's training step": """
         def f(batches, valid):
             for x in batches:
@@ -93,6 +128,31 @@ STAYS = {
 }
 
 SEEN = {
+    "given to a method that stores it where it is read with history": """
+        class Runner:
+            def score(self, out):
+                self.last = out
+                return torch.add(out, 1)
+
+            def f(self, valid):
+                for x in valid:  # here
+                    self.score(net(x))
+                keep(self.last.cpu())
+    """,
+    "parts summed into a tensor": """
+        def f(valid):
+            parts = torch.zeros(2)
+            for x in valid:  # here
+                loss, numbers = split(net(x))
+                parts += numbers
+            return parts
+    """,
+    "the last output handed on after it": """
+        def f(valid):
+            for x in valid:  # here
+                out = net(x)
+            keep(out[0].cpu())
+    """,
     "read after the loop": """
         def f(valid):
             for x in valid:  # here
@@ -200,7 +260,7 @@ SEEN = {
     "read in the test of a while loop around it": """
         def f(valid):
             gap = 1.0
-            while gap > 0.1:
+            while keep_going(gap):
                 for v in valid:  # here
                     gap = net(v).mean()
     """,
@@ -210,7 +270,7 @@ SEEN = {
                 out = net(x)
             if flag:
                 out = None
-            print(out)
+            keep(out)
     """,
     "read by a nested function": """
         def f(valid):
@@ -266,7 +326,7 @@ SEEN = {
                 for x in valid:  # here
                     out = net(x)
             except ValueError:
-                print(out)
+                keep(out)
     """,
 }
 

@@ -16,7 +16,7 @@ from gpulint.analysis.tensors import dotted_name, subexpressions
 from gpulint.engine.diagnostics import Applicability, FixOutcome, NoFix
 from gpulint.engine.rule import FixAvailability, Rule
 from gpulint.semantic.backward import backpropagated_functions
-from gpulint.semantic.history import AutogradHistory, only_detached
+from gpulint.semantic.history import LOSS_FUNCTION, AutogradHistory, only_detached
 from gpulint.semantic.model import BUILTIN_NAMES, SemanticModel
 from gpulint.semantic.survey import Survey, argument_values, ast_dotted_name
 from gpulint.semantic.torch_api import (
@@ -33,7 +33,6 @@ from gpulint.semantic.torch_api import (
 )
 
 APPENDING_METHODS = frozenset({"append", "extend", "insert"})
-LOSS_FUNCTION = re.compile(r"_*(loss|criterion|(compute|calc|calculate|get|build|make)_(\w+_)?loss(es)?)", re.IGNORECASE)
 LOSS_CLASS = re.compile(r"(Loss|Criterion)$")
 STORING_METHODS = frozenset({"append", "extend", "insert", "update", "setdefault", "add"})
 BATCH_WORDS = frozenset({
@@ -354,12 +353,34 @@ class AccumulatedAutogradHistory(Rule):
     def _binds_history(self, name: str, value: cst.BaseExpression, backward_in_loop: Set[str], analysis: ScopeAnalysis) -> bool:
         if analysis.tensors.releases(value) or _detached(value) or self._grad_off(value):
             return False
-        return name in backward_in_loop or (isinstance(value, cst.Call) and self._graph_producing(value, analysis))
+        if name in backward_in_loop:
+            return True
+        if not isinstance(value, cst.Call):
+            return False
+        helper_call = self._loss_helper_call(value)
+        if helper_call is not None and self.context.model is not None:
+            history = self.context.model.derived(AutogradHistory)
+            return history.helper_binds_history(helper_call, name) and self._given_history(value, analysis, 0)
+        return self._graph_producing(value, analysis)
+
+    def _loss_helper_call(self, call: cst.Call) -> Optional[ast.Call]:
+        """The model's node of ``call`` where it calls a loss helper of the module
+        (:attr:`~gpulint.semantic.history.AutogradHistory.loss_helpers`), else None."""
+        model = self.context.model
+        code_range = self.get_metadata(PositionProvider, call.func, None)
+        if model is None or code_range is None:
+            return None
+        start, end = code_range.start, code_range.end
+        if (start.line, start.column, end.line, end.column) not in model.derived(AutogradHistory).loss_helper_calls:
+            return None
+        whole = self.get_metadata(PositionProvider, call, None)
+        return model.call_at((whole.start.line, whole.start.column, whole.end.line, whole.end.column)) if whole is not None else None
 
     def _graph_producing(self, call: cst.Call, analysis: ScopeAnalysis, depth: int = 0) -> bool:
         """A call whose result may carry autograd history: a module's (or model's) forward pass, a
-        helper that returns one computed with gradients on, or a criterion or functional call not
-        given only detached values. A torch loss module or a torch function holds no parameters, so
+        helper that returns one computed with gradients on, a loss helper of the module given an
+        argument that may carry history, or a criterion or functional call not given only detached
+        values. A torch loss module or a torch function holds no parameters, so
         its result carries history only when an argument may (:meth:`_given_history`)."""
         if _detached(call) or analysis.tensors.releases(call):
             return False
@@ -368,6 +389,8 @@ class AccumulatedAutogradHistory(Rule):
             return True
         if isinstance(func, cst.Attribute) and func.attr.value == "forward" and analysis.tensors.is_module(func.value):
             return True
+        if self._loss_helper_call(call) is not None:
+            return self._given_history(call, analysis, depth)
         names = self._names(func)
         parameter_free = dotted_name(func) in analysis.torch_criteria or any(
             q.startswith(FUNCTIONAL_NAMESPACE) or (is_torch_tensor_function(q) and q.endswith("_loss")) for q in names
@@ -606,11 +629,25 @@ def _computed_from(name: str, scope_node: cst.CSTNode) -> Set[str]:
                 continue
             targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
             for target in targets:
-                for bound in _names_of(target):
+                for bound in _target_names(target):
                     if bound not in derived:
                         derived.add(bound)
                         changed = True
     return derived
+
+
+def _target_names(target: cst.BaseExpression) -> Set[str]:
+    """What an assignment target binds: a name or attribute whole (``self.best`` of ``self.best =
+    x``, not ``self``), the container of a subscript (``d`` of ``d[k] = x``), each element of an
+    unpacking."""
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return {name for element in target.elements for name in _target_names(element.value)}
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    if isinstance(target, cst.Subscript):
+        return _target_names(target.value)
+    dotted = dotted_name(target)
+    return {dotted} if dotted else set()
 
 
 def _nested_locals(scope_node: cst.CSTNode) -> Dict[int, Set[str]]:

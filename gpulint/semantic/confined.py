@@ -14,7 +14,7 @@ parameter); a container the loop fills with one is local only when the loop bind
 (``kept = []``) and nothing after the loop reads it. Values that carry no history are read
 by their syntax: constants, Python numbers (``.item()``, ``float(...)``, ``len(...)``), shapes,
 comparisons, indices and masks (``argmax``, ``eq``), detached tensors, arithmetic of those, torch's
-functions of those (``torch.sum(preds == labels)``), and names bound only to those in the scope.
+functions of those (``torch.sum(preds == labels)``), numpy's functions, and names bound only to those in the scope.
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ from gpulint.semantic.torch_api import (
     DEVICE_KEEPING_TENSOR_METHODS,
     HISTORY_FREE_METHODS,
     LAYOUT_METHODS,
+    NUMPY_PACKAGE,
+    SUMMARY_WRITER_METHODS,
     TENSOR_METADATA_ATTRIBUTES,
     VALUE_BUILTINS,
     is_torch_tensor_function,
@@ -50,6 +52,8 @@ MAX_DEPTH = 50
 """How many names deep a value is followed before it counts as one that may carry history."""
 HISTORY_KEEPING_METHODS = LAYOUT_METHODS | DEVICE_KEEPING_TENSOR_METHODS
 """Methods whose result carries history only if their receiver does (``(pred == y).sum().float()``)."""
+DETACHED_ATTRIBUTES = frozenset({"data"})
+"""Attributes of a tensor that hold its values without its history (``total.cpu().data``)."""
 NAMED_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 DEFINITIONS = (*NAMED_DEFINITIONS, ast.Lambda)
 UNTRACKED_EXPRESSIONS = (ast.Lambda, ast.Yield, ast.YieldFrom, ast.Await, ast.NamedExpr)
@@ -97,19 +101,30 @@ class _Confinement:
             return False
         escaping = {binding for binding in bound if not self._plain_binding(binding) and not self._all_reads_rebound(binding)}
         local = {binding for binding in bound - escaping if self._fresh_inside(binding)}
+        totals = set(filter(self._a_plain_started_total, escaping))
         return (
-            all(map(self._a_plain_started_total, escaping)) and self._reach_nothing_after(escaping)
+            all(map(self._replaced_inside, escaping - totals)) and self._reach_nothing_after(escaping, totals)
             and all(self._keeps_nothing(node, local) for node in self.inside)
         )
 
     # Values read after the loop.
 
-    def _reach_nothing_after(self, escaping: Set[Binding]) -> bool:
-        """Whether the loop's totals read after it (``acc`` of ``acc += metric(out, y)``, then
-        ``acc = acc / n``: :meth:`_a_plain_started_total`; a read the total is bound again before,
-        on every path from the loop, reads another value), and every name of the scope bound from
-        them, are read only where they can reach no backward pass and nothing that outlives the
-        function (:meth:`_harmless_read`)."""
+    def _replaced_inside(self, binding: Binding) -> bool:
+        """Whether the region binds the name only afresh (``logit = model(x)``, a loop target; not
+        ``acc += out``, which may add in place to an object bound elsewhere): what it holds after
+        the region is a value the region made, which no other name holds."""
+        return all(
+            not _augmented_target(self.model, use) for use in self.model.uses(binding)
+            if id(use) in self.inside_ids and not isinstance(use.ctx, ast.Load)
+        )
+
+    def _reach_nothing_after(self, escaping: Set[Binding], totals: Set[Binding]) -> bool:
+        """Whether the region's values read after it, and every name of the scope bound from them,
+        are read only where they can reach no backward pass and nothing that outlives the function
+        (:meth:`_harmless_read`): its totals (``acc`` of ``acc += metric(out, y)``, then ``acc = acc
+        / n``: :meth:`_a_plain_started_total`), where a read the total is started again before, on
+        every path from the region, reads another value; and the names it binds afresh
+        (``logit[0].cpu().data`` after the loop), where a read the name is bound again before does."""
         reached = set(escaping)
         pending = list(escaping)
         while pending:
@@ -117,7 +132,7 @@ class _Confinement:
             for use in self.model.uses(binding):
                 if not isinstance(use.ctx, ast.Load) or id(use) in self.inside_ids:
                     continue
-                if binding in escaping and self._rebound_before(use, _resets):
+                if binding in escaping and self._rebound_before(use, _resets if binding in totals else None):
                     continue
                 bound = self._harmless_read(use)
                 if bound is None:
@@ -130,8 +145,10 @@ class _Confinement:
         """Where a read of a value that may carry history reaches no backward pass: as an operand or
         an argument of builtins that only read (``print``, ``float``) in an expression statement
         (``print(acc)``), the test of an ``if`` or ``while``, or the value of an assignment to plain
-        names of the scope — whose bindings are returned, to be followed in turn; read for a Python
-        value or metadata (``acc.item()``, ``acc.shape``) or formatted into a string (``f"{acc}"``,
+        names of the scope — whose bindings are returned, to be followed in turn; through methods
+        that keep its history (``acc.cpu()``, ``acc.sum()``), read as the value they give; read for
+        a Python value, metadata or its values without history (``acc.item()``, ``acc.shape``,
+        ``acc.cpu().data``) or formatted into a string (``f"{acc}"``,
         ``"%.4f" % acc``, ``"{}".format(acc)``), it is done. Never an argument of any other call (a
         helper of the module, an ``accelerator.backward``), the receiver of any other method
         (``.backward()``, ``.add_()``), returned, yielded, stored in an attribute or item, or read in
@@ -144,8 +161,24 @@ class _Confinement:
             if parent is None or isinstance(parent, (*UNTRACKED_EXPRESSIONS, *COMPREHENSION_NODES)):
                 return None
             if isinstance(parent, ast.Attribute):
-                return [] if parent.attr in HISTORY_FREE_METHODS | TENSOR_METADATA_ATTRIBUTES else None
+                if parent.attr in HISTORY_FREE_METHODS | TENSOR_METADATA_ATTRIBUTES | DETACHED_ATTRIBUTES:
+                    return []
+                call = self.model.parent(parent)
+                if not (
+                    parent.attr in HISTORY_KEEPING_METHODS and isinstance(call, ast.Call) and call.func is parent
+                    and all(map(self._plain, argument_values(call)))
+                ):
+                    return None
+                node = call
+                continue
+            if isinstance(parent, ast.Subscript) and parent.value is node:
+                node = parent
+                continue
             if _formats(parent):
+                return []
+            if isinstance(parent, ast.Call) and node is not parent.func and isinstance(parent.func, ast.Attribute) and (
+                parent.func.attr in SUMMARY_WRITER_METHODS
+            ):
                 return []
             if isinstance(parent, ast.Call) and (node is parent.func or not self.model.is_builtin(parent.func, READING_BUILTINS)):
                 return None
@@ -178,9 +211,8 @@ class _Confinement:
             exc = node.exc
             return isinstance(exc, ast.Name) or (isinstance(exc, ast.Call) and all(map(self._plain, argument_values(exc))))
         if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and not self._plain(node.value):
-            return self._local(node.target, local) or self._a_plain_started_total(
-                self.model.scope_at(node.target).resolve(node.target.id)
-            )
+            total = self.model.scope_at(node.target).resolve(node.target.id)
+            return self._local(node.target, local) or self._a_plain_started_total(total) or self._a_numpy_array(total)
         if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, ast.Store):
             statement = self.model.parent(node)
             while statement is not None and isinstance(statement, (ast.Tuple, ast.List, ast.Starred)):
@@ -339,12 +371,29 @@ class _Confinement:
         self._plain_names[binding] = True
         self._depth += 1
         values = list(self._bound_values(binding))
-        plain = bool(values) and all(
+        plain = self._a_numpy_array(binding) or bool(values) and all(
             value is not None and not isinstance(value, FRESH_CONTAINERS) and self._plain(value) for value in values
         )
         self._depth -= 1
         self._plain_names[binding] = plain
         return plain
+
+    def _a_numpy_array(self, binding: Binding) -> bool:
+        """Whether the name is bound only to arrays numpy makes (``agg = np.zeros(3)``) and by ``+=``
+        and its kin, which add to the array in place: it stays an array, which holds no history
+        (numpy refuses a tensor that requires grad)."""
+        made = False
+        for use in self.model.uses(binding):
+            if isinstance(use.ctx, ast.Load) or _augmented_target(self.model, use):
+                continue
+            statement = self.model.parent(use)
+            if not (
+                isinstance(statement, ast.Assign) and statement.targets == [use] and isinstance(statement.value, ast.Call)
+                and any(name.split(".")[0] == NUMPY_PACKAGE for name in self.model.resolved_names(statement.value.func))
+            ):
+                return False
+            made = True
+        return made
 
     def _bound_values(self, binding: Binding) -> Iterator[Optional[ast.expr]]:
         """The value each binding of the name gives it; None where it is not an assignment's."""
@@ -401,7 +450,8 @@ class _Confinement:
             func = value.func
             if isinstance(func, ast.Name) and func.id in VALUE_BUILTINS and func.id not in self.model.root.bound:
                 return True
-            if self.model.resolved_names(func) & CLOCKS:
+            names = self.model.resolved_names(func)
+            if names & CLOCKS or any(name.split(".")[0] == NUMPY_PACKAGE for name in names):
                 return True
             if isinstance(func, ast.Attribute):
                 if func.attr in HISTORY_FREE_METHODS:
@@ -508,7 +558,8 @@ def _may_store(model: SemanticModel, function: Function) -> bool:
     """Whether a function of the module may keep what it is given: it declares a name ``global`` or
     ``nonlocal``, or stores into an attribute, an item or a container of a parameter or of a name
     it does not bind itself (``self.cache = x``, ``buffer.append(x)``, ``LAST[key] = x`` for a
-    module's dict). A generator keeps its arguments only while it lives."""
+    module's dict; not ``torch.add(a, b)``, a function of torch); not into an attribute of ``self`` read only for its values without history
+    (:func:`_read_only_detached`). A generator keeps its arguments only while it lives."""
     parameters = set(function.scope.parameters)
     own = function.scope.locals() - parameters
 
@@ -520,13 +571,39 @@ def _may_store(model: SemanticModel, function: Function) -> bool:
     for node in own_nodes(function.node.body):
         if isinstance(node, (ast.Global, ast.Nonlocal)):
             return True
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name) and (
+            node.value.id == "self" and _read_only_detached(model, node.attr)
+        ):
+            continue
         if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, ast.Store) and of_a_parameter(node):
             return True
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and _stores_into_receiver(node.func.attr) and (
-            of_a_parameter(node.func.value)
+            of_a_parameter(node.func.value) and not any(map(is_torch_tensor_function, model.resolved_names(node.func)))
         ):
             return True
     return False
+
+
+def _read_only_detached(model: SemanticModel, attribute: str) -> bool:
+    """Whether every read in the module of an attribute of that name (on any object but an imported
+    module: not ``F.mse_loss`` for ``self.mse_loss``) reads its values without history
+    (``self.bdy_loss.cpu().data``, ``.item()``, ``.shape``), through methods that keep it
+    (``.cpu()``, ``.sum()``) on the way: what a method stores there reaches no backward pass."""
+    for node in model.nodes(ast.Attribute):
+        if node.attr != attribute or not isinstance(node.ctx, ast.Load) or model.resolved_names(node):
+            continue
+        read: ast.AST = node
+        while True:
+            parent = model.parent(read)
+            if not isinstance(parent, ast.Attribute):
+                return False
+            if parent.attr in HISTORY_FREE_METHODS | TENSOR_METADATA_ATTRIBUTES | DETACHED_ATTRIBUTES:
+                break
+            call = model.parent(parent)
+            if not (parent.attr in HISTORY_KEEPING_METHODS and isinstance(call, ast.Call) and call.func is parent):
+                return False
+            read = call
+    return True
 
 
 def _stores_into_receiver(method: str) -> bool:

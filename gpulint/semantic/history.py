@@ -3,7 +3,8 @@ once: a call of a module, a criterion, a ``torch.nn.functional`` function, a ``*
 torch or a helper that returns a forward output computed with gradients on (of a model that is not
 frozen, :mod:`gpulint.semantic.frozen`, or of a frozen one given an argument that may carry
 history); a name that ``.backward()`` is called on, or a name spelling ``loss`` unpacked beside
-one (:func:`loss_parts`), or that its scope binds to such a call.
+one (:func:`loss_parts`), or that its scope binds to such a call; and a call of a loss helper of
+the module (:attr:`AutogradHistory.loss_helpers`) given an argument that may carry history.
 
 It over-approximates what a rule's per-scope analysis concludes, so a rule may use it to decide
 which functions it must read at all.
@@ -32,6 +33,11 @@ DETACHING_METHODS = frozenset({"detach", "item", "tolist", "numpy"})
 LOSS_WORDS = frozenset({"loss", "losses"})
 """Words of a name that holds a loss (``batch_loc_loss``, ``lossD``)."""
 WORD = re.compile(r"[A-Z0-9]+(?![a-z])|[A-Z]?[a-z0-9]+")
+LOSS_FUNCTION = re.compile(r"_*(loss|criterion|(compute|calc|calculate|get|build|make)_(\w+_)?loss(es)?)", re.IGNORECASE)
+"""The start of the name of a function that computes a loss (``loss_fn``, ``compute_loss``,
+``make_loss_NA``, ``criterion``)."""
+MAX_HISTORY_ROUNDS = 4
+"""How many times names are re-read for history passed on through loss helpers (a loss of a loss)."""
 
 
 def loss_parts(unpacked: Sequence[str], backpropagated: AbstractSet[str]) -> Set[str]:
@@ -98,7 +104,22 @@ class AutogradHistory:
         """Where the module calls a function of its own that may run with gradients on and returns
         a forward output of a model that is not frozen, or of a frozen one given an argument that
         may carry history (the span of each call's ``func``)."""
-        self.history_names = self._history_names(bindings)
+        self.loss_helpers = frozenset(
+            function for function in model.all_functions
+            if LOSS_FUNCTION.match(function.name) and function not in model.runs_without_grad
+            and _returns_tensors(model, function.node)
+        )
+        """Functions of the module named for a loss (``make_loss``, ``compute_loss``) every
+        ``return`` of which returns a value computed as a tensor, or a tuple of values: a loss
+        computed from its arguments carries their history."""
+        self.loss_helper_calls = frozenset(model.span(site.node.func) for site in model.call_sites if site.callee in self.loss_helpers)
+        """Where the module calls one of its loss helpers (the span of each call's ``func``)."""
+        self.history_names: Set[Tuple[str, ast.AST]] = set()
+        for _ in range(MAX_HISTORY_ROUNDS):
+            found = self._history_names(bindings)
+            if found == self.history_names:
+                break
+            self.history_names = found
         frozen_only = model.returns_forward_output - model.runs_without_grad - unfrozen
         if frozen_only:
             self.helper_calls_with_history.update(
@@ -126,12 +147,29 @@ class AutogradHistory:
             return True
         if model.span(func) in self.helper_calls_with_history:
             return True
+        if model.span(func) in self.loss_helper_calls:
+            return any(self.may_carry(argument) for argument in argument_values(call))
         return (
             dotted in self.criteria or any(
                 q.startswith(FUNCTIONAL_NAMESPACE) or (is_torch_tensor_function(q) and q.endswith("_loss"))
                 for q in model.qualified_names(func)
             )
         ) and not only_detached(call)
+
+    def helper_binds_history(self, call: ast.Call, name: str) -> bool:
+        """Whether ``name``, bound by the statement that calls the loss helper ``call``, is bound to
+        what the helper computes as a tensor: the whole result, or its element at the name's place
+        in an unpacking (``loss`` of ``loss, parts = self.make_loss(...)``, not ``parts`` where the
+        helper returns a list of numbers there)."""
+        statement = self.model.parent(call)
+        if not isinstance(statement, ast.Assign) or statement.value is not call:
+            return True
+        for target in statement.targets:
+            if isinstance(target, (ast.Tuple, ast.List)):
+                unpacked = [element.id if isinstance(element, ast.Name) else "" for element in target.elts]
+                if name in unpacked:
+                    return _returned_as_tensors(self.model, call, unpacked.index(name), len(unpacked))
+        return True
 
     def may_carry(self, value: ast.expr) -> bool:
         """Whether ``value`` (a call or a name read in its scope, or arithmetic or a reduction of
@@ -195,6 +233,26 @@ def _returned_as_tensors(model: SemanticModel, value: ast.expr, position: int, l
         isinstance(returned.value, ast.Tuple) and len(returned.value.elts) == length
         and _computed_as_tensor(model, own, returned.value.elts[position], 0)
         for returned in returns
+    )
+
+
+def _returns_tensors(model: SemanticModel, node: ast.AST) -> bool:
+    """Whether ``node`` is a function that returns a value computed as a tensor
+    (:func:`_computed_as_tensor`), or a tuple one element of which is, at every ``return`` but
+    those that return ``None`` (``if logit is None: return None``)."""
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    own = list(own_nodes(node.body))
+    returned = [
+        part.value for part in own
+        if isinstance(part, ast.Return) and not (isinstance(part.value, ast.Constant) and part.value.value is None)
+    ]
+    return bool(returned) and all(
+        value is not None and any(
+            _computed_as_tensor(model, own, element, 0)
+            for element in (value.elts if isinstance(value, ast.Tuple) else [value])
+        )
+        for value in returned
     )
 
 

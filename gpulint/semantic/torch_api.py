@@ -228,6 +228,15 @@ OPTIMIZER_STEPS = frozenset({"step", "zero_grad"})
 
 # -- Tensor methods and attributes -----------------------------------------------------------------
 
+SUMMARY_WRITER_METHODS = frozenset({"add_scalar", "add_scalars", "add_histogram", "add_text"})
+"""Methods of ``torch.utils.tensorboard.SummaryWriter`` that turn the values they are given into
+numbers or arrays to write them out, and keep nothing of a tensor (``writer.add_scalar(tag, loss,
+step)``)."""
+
+NUMPY_PACKAGE = "numpy"
+"""numpy's functions give arrays and numbers, which carry no autograd history (numpy refuses a
+tensor that requires grad)."""
+
 TENSOR_METADATA_ATTRIBUTES = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad"})
 """Attributes of a tensor that describe it and hold none of its storage or history: every analysis
 that follows tensors (``tensors``, ``aliases``, ``gradients``) and GPU002 start from these."""
