@@ -802,6 +802,13 @@ class SemanticModel(Survey):
         return frozenset(found)
 
     def _returns_forward_output(self, own: Sequence[ast.AST], found: Set[Function], counts: Callable[[ast.Call], bool]) -> bool:
+        """Whether a ``return`` of the function returns a forward output: a name some assignment
+        binds to one counts, unless another turns it into a value without history (``loss =
+        loss.item()`` before ``return loss``)."""
+        released = {
+            target.id for node in own if isinstance(node, ast.Assign) and _history_free(node.value)
+            for target in node.targets if isinstance(target, ast.Name)
+        }
         outputs: Set[str] = set()
         changed = True
         while changed:
@@ -809,7 +816,7 @@ class SemanticModel(Survey):
             for node in own:
                 if isinstance(node, ast.Assign) and self._forward_output(node.value, outputs, found, counts):
                     for target in node.targets:
-                        if isinstance(target, ast.Name) and target.id not in outputs:
+                        if isinstance(target, ast.Name) and target.id not in outputs | released:
                             outputs.add(target.id)
                             changed = True
         return any(
@@ -1039,6 +1046,14 @@ class SemanticModel(Survey):
             if isinstance(argument, ast.Starred):
                 return
             yield index, argument
+
+
+def _history_free(value: ast.expr) -> bool:
+    """A call of a tensor method whose result carries no autograd history (``x.item()``,
+    ``x.detach()``: :data:`~gpulint.semantic.torch_api.HISTORY_FREE_METHODS`)."""
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and (
+        value.func.attr in torch_api.HISTORY_FREE_METHODS
+    )
 
 
 def parses_the_command_line(tree: ast.Module) -> bool:
