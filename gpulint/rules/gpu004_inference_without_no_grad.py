@@ -771,7 +771,9 @@ def _sampled_in_training(model: SemanticModel, found: List[Candidate]) -> List[C
     the scope may pass on its training some other way (``model.loss.backward()``, a
     ``PackedSequence`` whose ``.data`` carries history). Not a criterion's call (a loss taken
     only as a number tells nothing of a forward pass), nor a call already found, nor in a statement
-    that may train (:func:`_may_train_inside`), nor in a module whose models keep activations."""
+    that may train (:func:`_may_train_inside`), nor a small network's pass on tiny inputs
+    (:func:`on_tiny_images`: a sample grid's latent noise), nor in a module whose models keep
+    activations."""
     if "backward" not in model.source and "grad" not in model.source:
         return found
     facts = model.derived(EvaluationFacts)
@@ -790,7 +792,9 @@ def _sampled_in_training(model: SemanticModel, found: List[Candidate]) -> List[C
             if not _also_trained_in(model, scope, call) or _read_into_computation(model, call, criteria):
                 continue
             statement = model.parent(call)
-            if isinstance(statement, ast.stmt) and _builds_a_graph_on_the_gpu(model, facts, call) and not _may_train_inside(model, statement, [call]):
+            if isinstance(statement, ast.stmt) and _builds_a_graph_on_the_gpu(model, facts, call) and not (
+                _may_train_inside(model, statement, [call]) or on_tiny_images(model, call, outputs_cut=True)
+            ):
                 sampled.append((scope, [call], (statement, SAMPLED_IN_TRAINING)))
     if sampled and keeps_activations(model):
         return found

@@ -20,7 +20,7 @@ from gpulint.semantic.scopes import Binding
 from gpulint.semantic.survey import ast_dotted_name, module_of
 from gpulint.semantic.torch_api import (
     BUFFER_REGISTRATION, LITERAL_TENSOR, MODULE_CONTAINERS, MODULE_RETURNING_METHODS,
-    MODULE_WRAPPERS, PARAMETER, PARAMETER_FREE_LAYERS, RANGE_FUNCTION, SHAPE_FACTORIES, SHAPE_KEEPING_FUNCTIONS, SHAPE_KEEPING_METHODS,
+    MODEL_SUMMARIES, MODULE_WRAPPERS, PARAMETER, PARAMETER_FREE_LAYERS, RANGE_FUNCTION, SHAPE_FACTORIES, SHAPE_KEEPING_FUNCTIONS, SHAPE_KEEPING_METHODS,
     RECURRENT_GATES, SIZED_LAYERS, STACKING_FUNCTION, TENSOR_OPTIONS, TENSOR_SHAPE_METHODS, TENSOR_TO_PYTHON_METHODS, nn_class_name,
 )
 
@@ -228,7 +228,7 @@ def _grown(model: SemanticModel, use: ast.Name, seen: FrozenSet[int] = frozenset
     builtin that only reads (``print(net)``), showing it in an f-string or as a notebook cell's bare
     name, comparing it, reading an attribute (``net.weights``) and calling
     methods that leave its layers alone (``net.eval()``, ``net.to(device)``, ``net.parameters()``)
-    do not; storing an attribute or item on it or on a part of it (``net.fc = ...``,
+    do not, nor printing its summary (``torchsummary.summary(net, ...)``); storing an attribute or item on it or on a part of it (``net.fc = ...``,
     ``net.layers[2] = ...``, ``net.eval().head = ...``), calling any other method on it or a part
     of it (``net.layers.append(...)``, ``net.build(...)``), and handing it or a part of it on
     (``add_head(net)``, ``alias = net``) may."""
@@ -255,6 +255,8 @@ def _grown(model: SemanticModel, use: ast.Name, seen: FrozenSet[int] = frozenset
         return not (isinstance(call, ast.Call) and _only_read_by_callee(model, call, node, seen))
     if isinstance(parent, ast.Call) and node is not parent.func:
         if isinstance(parent.func, ast.Name) and parent.func.id in READING_BUILTINS:
+            return False
+        if model.resolved_names(parent.func) & MODEL_SUMMARIES:
             return False
         if node is use and _wrapper_of(model, parent) is use and _rewraps(model, parent, use.id):
             return False

@@ -48,6 +48,8 @@ BATCH_KEEPING_METHODS = frozenset({
     "flatten", "squeeze", "unsqueeze", "contiguous", "detach", "clone", "permute", "transpose", "t",
 })
 """Tensor methods whose result holds no more elements than the tensor they are called on."""
+VECTOR_FACTORIES = frozenset(f"torch.{name}" for name in ("randn", "rand", "zeros", "ones", "empty"))
+"""torch's functions that make a tensor of the shape they are given."""
 NEXT_METHODS = frozenset({"next", "__next__"})
 """An iterator's methods that give its next batch (``dataiter.next()`` of older torch)."""
 MAX_DEPTH = 12
@@ -61,8 +63,11 @@ class _GiveUp(Exception):
     """Following the batches took more than :data:`MAX_STEPS` steps."""
 
 
-def on_tiny_images(model: SemanticModel, call: ast.Call) -> bool:
-    """Whether ``call`` runs a small network on tiny images only (see the module's docstring)."""
+def on_tiny_images(model: SemanticModel, call: ast.Call, outputs_cut: bool = False) -> bool:
+    """Whether ``call`` runs a small network on tiny images only (see the module's docstring);
+    ``outputs_cut``: the caller knows every read of its output cuts it from the graph, so no
+    graph is kept past it, in a loop or not (else it must be in a loop that keeps nothing of a
+    batch: a pass outside one may hand its output on)."""
     network = call.func
     if not isinstance(network, ast.Name) or call.keywords or not call.args or model.imports.star_modules:
         return False
@@ -76,7 +81,7 @@ def on_tiny_images(model: SemanticModel, call: ast.Call) -> bool:
     if not all(count is not None and count * width <= MAX_ELEMENTS for count in pixels):
         return False
     loop = _innermost_loop(model, call)
-    return loop is not None and facts.stays_inside(loop)  # outputs kept past their batch pile up
+    return outputs_cut or (loop is not None and facts.stays_inside(loop))  # outputs kept past their batch pile up
 
 
 class _TinyFacts:
@@ -163,7 +168,21 @@ class _TinyBatches:
             return self.pixels(function.value, following, depth + 1)
         if self.model.resolved_names(function) == {VARIABLE} and node.args:
             return self.pixels(node.args[0], following, depth + 1)
-        return self._next_batch(node, depth)
+        vectors = self._made_vectors(node)
+        return vectors if vectors is not None else self._next_batch(node, depth)
+
+    def _made_vectors(self, call: ast.Call) -> Optional[int]:
+        """``torch.randn(25, 128)``: a batch of vectors (a sample grid's latent noise) the code
+        makes with a shape it spells, two dimensions, the first at most :data:`MAX_BATCH`; the
+        positions a layer runs at are its rows."""
+        if not any(name in VECTOR_FACTORIES for name in self.model.resolved_names(call.func)):
+            return None
+        dimensions = call.args[0].elts if len(call.args) == 1 and isinstance(call.args[0], (ast.Tuple, ast.List)) else call.args
+        sizes = [spelled_value(self.model, dimension) for dimension in dimensions]
+        if len(sizes) != 2 or not all(isinstance(size, int) and not isinstance(size, bool) and size > 0 for size in sizes):
+            return None
+        rows = sizes[0]
+        return rows if isinstance(rows, int) and rows <= MAX_BATCH else None
 
     def _every_binding(self, name: ast.Name, following: frozenset, depth: int) -> Optional[int]:
         """The most pixels any binding of ``name`` gives it, where each is a loop's target over a

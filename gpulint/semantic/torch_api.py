@@ -228,6 +228,10 @@ OPTIMIZER_STEPS = frozenset({"step", "zero_grad"})
 
 # -- Tensor methods and attributes -----------------------------------------------------------------
 
+MODEL_SUMMARIES = frozenset({"torchsummary.summary", "torchinfo.summary"})
+"""Functions of torch's companion packages that print a network's layers and sizes, running it on
+a made-up input with hooks they remove again: they add nothing to the network."""
+
 SUMMARY_WRITER_METHODS = frozenset({"add_scalar", "add_scalars", "add_histogram", "add_text"})
 """Methods of ``torch.utils.tensorboard.SummaryWriter`` that turn the values they are given into
 numbers or arrays to write them out, and keep nothing of a tensor (``writer.add_scalar(tag, loss,
