@@ -106,6 +106,7 @@ HOLDOUT_SETS = {
     "A fortieth held-out set": ("wild-holdout-40-first.json", "wild-holdout-40.json"),
     "A forty-first held-out set": ("wild-holdout-41-first.json", "wild-holdout-41.json"),
     "A forty-second held-out set": ("wild-holdout-42-first.json", "wild-holdout-42.json"),
+    "A forty-third held-out set": ("wild-holdout-43-first.json", "wild-holdout-43.json"),
 }
 HOLDOUT_FIGURES = r"the first measurement gave (?P<first>[^;]*); now (?P<now>[^.]*(?:\.\d+[^.]*)*)\."
 

@@ -558,8 +558,9 @@ def _may_store(model: SemanticModel, function: Function) -> bool:
     """Whether a function of the module may keep what it is given: it declares a name ``global`` or
     ``nonlocal``, or stores into an attribute, an item or a container of a parameter or of a name
     it does not bind itself (``self.cache = x``, ``buffer.append(x)``, ``LAST[key] = x`` for a
-    module's dict; not ``torch.add(a, b)``, a function of torch); not into an attribute of ``self`` read only for its values without history
-    (:func:`_read_only_detached`). A generator keeps its arguments only while it lives."""
+    module's dict; not ``torch.add(a, b)``, a function of torch); not into an attribute of ``self``
+    read only for its values without history (:func:`_read_only_detached`). A generator keeps its
+    arguments only while it lives."""
     parameters = set(function.scope.parameters)
     own = function.scope.locals() - parameters
 

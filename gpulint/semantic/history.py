@@ -109,9 +109,10 @@ class AutogradHistory:
             if LOSS_FUNCTION.match(function.name) and function not in model.runs_without_grad
             and _returns_tensors(model, function.node)
         )
-        """Functions of the module named for a loss (``make_loss``, ``compute_loss``) every
-        ``return`` of which returns a value computed as a tensor, or a tuple of values: a loss
-        computed from its arguments carries their history."""
+        """Functions of the module named for a loss (``make_loss``, ``compute_loss``) that return a
+        value computed as a tensor, or a tuple with one, wherever they return anything but
+        ``None`` (:func:`_returns_tensors`): a loss computed from its arguments carries their
+        history."""
         self.loss_helper_calls = frozenset(model.span(site.node.func) for site in model.call_sites if site.callee in self.loss_helpers)
         """Where the module calls one of its loss helpers (the span of each call's ``func``)."""
         self.history_names: Set[Tuple[str, ast.AST]] = set()

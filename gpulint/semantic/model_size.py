@@ -228,9 +228,9 @@ def _grown(model: SemanticModel, use: ast.Name, seen: FrozenSet[int] = frozenset
     builtin that only reads (``print(net)``), showing it in an f-string or as a notebook cell's bare
     name, comparing it, reading an attribute (``net.weights``) and calling
     methods that leave its layers alone (``net.eval()``, ``net.to(device)``, ``net.parameters()``)
-    do not, nor printing its summary (``torchsummary.summary(net, ...)``); storing an attribute or item on it or on a part of it (``net.fc = ...``,
-    ``net.layers[2] = ...``, ``net.eval().head = ...``), calling any other method on it or a part
-    of it (``net.layers.append(...)``, ``net.build(...)``), and handing it or a part of it on
+    do not, nor printing its summary (``torchsummary.summary(net, ...)``); storing an attribute or
+    item on it or on a part of it (``net.fc = ...``, ``net.layers[2] = ...``, ``net.eval().head =
+    ...``), calling any other method on it or a part of it (``net.layers.append(...)``, ``net.build(...)``), and handing it or a part of it on
     (``add_head(net)``, ``alias = net``) may."""
     node: ast.AST = use
     parent = model.parent(use)

@@ -12,12 +12,15 @@ Every tensor the call is given must be such a batch (:meth:`_TinyBatches.pixels`
 ``for`` statement over such a loader or dataset (``for data, target in loader``, ``for i, (data,
 target) in enumerate(loader)``), the next batch of one (``next(iter(loader))``), an example of such
 a dataset (``image, label = test_data[i]``), or any of them moved, cast, reshaped, wrapped in
-``Variable`` or indexed, through names every other binding of which is one. A loader is a
+``Variable`` or indexed, through names every other binding of which is one; or a batch of at most
+1,024 vectors the code makes with a shape it spells (``torch.randn(25, 128)``, a sample grid's
+latent noise), whose rows are the positions a layer runs at. A loader is a
 ``DataLoader`` of such a dataset with a ``batch_size`` spelled with numbers (one where it passes
 none); a dataset is one of torchvision's datasets of tiny images (``torch_api.TINY_IMAGE_DATASETS``)
 whose ``transform`` keeps images as small (``torch_api.SIZE_KEEPING_TRANSFORMS``), or a ``Subset`` of
 one. The call is in a loop whose values stay in it (:func:`~gpulint.semantic.confined.stays_inside`:
-no batch's outputs kept past it, as ``all_logits.append(out)`` would) and in no comprehension
+no batch's outputs kept past it, as ``all_logits.append(out)`` would; a pass whose every output
+read cuts it from the graph keeps none, in a loop or not) and in no comprehension
 (which may keep every batch's outputs at once), and the module has no star import and calls
 nothing that resizes (``F.interpolate``, ``nn.Upsample``).
 """
@@ -33,8 +36,8 @@ from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.model_size import SMALL_NETWORK, always_at_most, spelled_value, widest_output
 from gpulint.semantic.scopes import COMPREHENSIONS, Binding
 from gpulint.semantic.torch_api import (
-    CROP_TRANSFORMS, DATA_LOADER, DATA_SUBSET, ROTATION_TRANSFORM, SIZE_KEEPING_TRANSFORMS, TINY_IMAGE_DATASETS,
-    VARIABLE, resizes_images,
+    CROP_TRANSFORMS, DATA_LOADER, DATA_SUBSET, ROTATION_TRANSFORM, SIZE_ARGUMENT_FACTORIES, SIZE_KEEPING_TRANSFORMS,
+    TINY_IMAGE_DATASETS, TORCH_PACKAGE, VARIABLE, resizes_images,
 )
 
 MAX_BATCH = 1024
@@ -48,8 +51,6 @@ BATCH_KEEPING_METHODS = frozenset({
     "flatten", "squeeze", "unsqueeze", "contiguous", "detach", "clone", "permute", "transpose", "t",
 })
 """Tensor methods whose result holds no more elements than the tensor they are called on."""
-VECTOR_FACTORIES = frozenset(f"torch.{name}" for name in ("randn", "rand", "zeros", "ones", "empty"))
-"""torch's functions that make a tensor of the shape they are given."""
 NEXT_METHODS = frozenset({"next", "__next__"})
 """An iterator's methods that give its next batch (``dataiter.next()`` of older torch)."""
 MAX_DEPTH = 12
@@ -175,7 +176,8 @@ class _TinyBatches:
         """``torch.randn(25, 128)``: a batch of vectors (a sample grid's latent noise) the code
         makes with a shape it spells, two dimensions, the first at most :data:`MAX_BATCH`; the
         positions a layer runs at are its rows."""
-        if not any(name in VECTOR_FACTORIES for name in self.model.resolved_names(call.func)):
+        factories = {f"{TORCH_PACKAGE}.{factory}" for factory in SIZE_ARGUMENT_FACTORIES}
+        if not self.model.resolved_names(call.func) & factories:
             return None
         dimensions = call.args[0].elts if len(call.args) == 1 and isinstance(call.args[0], (ast.Tuple, ast.List)) else call.args
         sizes = [spelled_value(self.model, dimension) for dimension in dimensions]

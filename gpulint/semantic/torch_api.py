@@ -175,6 +175,10 @@ SHAPE_FACTORIES = frozenset({
 reads one called with a device as a large allocation (unless given another ``dtype``: ids and masks
 are small)."""
 
+SIZE_ARGUMENT_FACTORIES = frozenset({"zeros", "ones", "empty", "rand", "randn"})
+"""Those of :data:`SHAPE_FACTORIES` whose positional arguments are the shape alone
+(``torch.randn(25, 128)``): ``semantic.tiny_batches`` reads a spelled one as a batch of vectors."""
+
 LITERAL_TENSOR = "tensor"
 """``torch.tensor(data)``: a tensor of the shape of the nested lists it is given."""
 RANGE_FUNCTION = "arange"
