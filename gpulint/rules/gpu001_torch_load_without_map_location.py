@@ -30,7 +30,7 @@ from gpulint.semantic.project_saves import saved_by_another_module
 from gpulint.semantic.published import names_a_published_file
 from gpulint.semantic.live_optimizer import restores_live_optimizer
 from gpulint.semantic.read_back import ReadBack, loaded_path
-from gpulint.semantic.restored_branch import restores_what_the_other_branch_places
+from gpulint.semantic.restored_branch import restored_where_cuda_is, restores_what_the_other_branch_places
 from gpulint.semantic.run_as_loaded import may_be_the_first_gpu, run_on_device_inputs_as_loaded, run_on_gpu_inputs_as_loaded
 from gpulint.semantic.scopes import Binding
 from gpulint.semantic.survey import SCOPES, ast_dotted_name, ast_full_name, module_of, own_nodes, position
@@ -407,7 +407,9 @@ def _placed_by_the_program(model: SemanticModel, call: ast.Call) -> bool:
     a live object the module writes, the module it loads is moved to the GPU at once or run as
     loaded on inputs the program moves to the GPU (or, in code for one GPU, to a device that may be
     the first one, also where a whole module runs unmoved beside such values), it restores what the
-    other branch of its ``if`` builds and moves to the GPU, or it never runs."""
+    other branch of its ``if`` builds and moves to the GPU, or a whole module onto its saved device
+    in the branch of ``if torch.cuda.is_available():`` whose other branch maps it, or it never
+    runs."""
     loaded = loaded_path(call)
     return never_runs(model, call) or moved_to_gpu_at_once(model, call) or run_on_gpu_inputs_as_loaded(model, call) or (
         run_on_device_inputs_as_loaded(model, call, may_be_the_first_gpu)
@@ -416,6 +418,7 @@ def _placed_by_the_program(model: SemanticModel, call: ast.Call) -> bool:
         and unmoved_loaded_module(model, call, may_be_the_first_gpu)
     ) or (
         restores_what_the_other_branch_places(model, call, lambda other: _a_loader_call(model, other))
+        or restored_where_cuda_is(model, call, lambda other: _a_loader_call(model, other))
     ) or (
         loaded is not None and (model.derived(ReadBack).reads_back(call, loaded) or _falls_back_from_a_mapped_load(model, call, loaded))
     )

@@ -18,6 +18,14 @@ training it, beside ``model = torch.load("gru.pt")``): the load gives back what 
 where it left it. The other whole loads of
 the same branch that bind a name the other branch also binds (the optimizers built over the moved
 models) are part of the same restore, when one load of the branch counts by itself.
+
+A program may also choose the device by the branch itself: ``if torch.cuda.is_available():
+self.model = torch.load(path)`` / ``else: self.model = torch.load(path, map_location="cpu")``.
+Where what it restores is a whole module (the name is called, or a method only modules have is
+called on it: ``.eval()``, ``.parameters()``), the unmapped load is the placement the code chose for
+a machine with a GPU, and the mapped one shows it knows the alternative
+(:func:`restored_where_cuda_is`). A state dict or checkpoint restored so is not a module and still
+counts: its tensors are copied into a model, wherever they land.
 """
 
 from __future__ import annotations
@@ -28,7 +36,8 @@ from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.read_back import ReadBack, loaded_path
 from gpulint.semantic.run_as_loaded import moved_to_the_gpu
-from gpulint.semantic.torch_api import DEVICE_MOVES
+from gpulint.semantic.survey import ast_dotted_name
+from gpulint.semantic.torch_api import CUDA_AVAILABILITY, DEVICE_MOVES, MODULE_ONLY_METHODS
 
 LoadTest = Callable[[ast.Call], bool]
 """Whether a call is a load the rule reads (``torch.load`` and its kin)."""
@@ -51,6 +60,50 @@ def restores_what_the_other_branch_places(model: SemanticModel, call: ast.Call, 
         loaded != name and _moved(other, loaded, to_gpu_only=True) and not _moved(own, loaded, to_gpu_only=False)
         for loaded in _loaded_names(own, is_load)
     )
+
+
+def restored_where_cuda_is(model: SemanticModel, call: ast.Call, is_load: LoadTest) -> bool:
+    """Whether ``call`` is the load of the true branch of ``if torch.cuda.is_available():`` that
+    binds a name (or attribute) the other branch binds to a load of the same path with a
+    ``map_location``, and the module uses that name as a module (see the module docstring)."""
+    statement = model.parent(call)
+    branching = model.parent(statement) if isinstance(statement, ast.Assign) else None
+    if not (
+        isinstance(statement, ast.Assign) and statement.value is call and len(statement.targets) == 1
+        and isinstance(branching, ast.If) and any(part is statement for part in branching.body)
+        and _tests_cuda(model, branching.test)
+    ):
+        return False
+    target = ast_dotted_name(statement.targets[0])
+    loaded = loaded_path(call)
+    if target is None or loaded is None:
+        return False
+    read_back = model.derived(ReadBack)
+    mapped = any(
+        isinstance(other, ast.Assign) and len(other.targets) == 1 and ast_dotted_name(other.targets[0]) == target
+        and isinstance(other.value, ast.Call) and is_load(other.value)
+        and any(keyword.arg == "map_location" for keyword in other.value.keywords)
+        and read_back.same_path(loaded_path(other.value), loaded)
+        for other in branching.orelse
+    )
+    return mapped and _used_as_a_module(model, target)
+
+
+def _tests_cuda(model: SemanticModel, test: ast.expr) -> bool:
+    """``torch.cuda.is_available()``, alone or as a part of an ``and``."""
+    parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+    return any(isinstance(part, ast.Call) and CUDA_AVAILABILITY in model.resolved_names(part.func) for part in parts)
+
+
+def _used_as_a_module(model: SemanticModel, name: str) -> bool:
+    """Whether the module calls ``name`` (``self.model_f(x)``) or a method only modules have on it."""
+    for node in model.nodes(ast.Call):
+        func = node.func
+        if ast_dotted_name(func) == name:
+            return True
+        if isinstance(func, ast.Attribute) and func.attr in MODULE_ONLY_METHODS and ast_dotted_name(func.value) == name:
+            return True
+    return False
 
 
 def _branches(model: SemanticModel, call: ast.Call) -> Optional[Tuple[str, Sequence[ast.stmt], Sequence[ast.stmt]]]:

@@ -383,6 +383,11 @@ MODULE_ONLY_METHODS = frozenset({
 """Methods of ``nn.Module`` that tensors lack: a chain that calls one works on a module
 (``semantic.moved_at_once`` reads ``m.cuda().eval()`` as moving the module ``m``)."""
 
+CUDA_AVAILABILITY = "torch.cuda.is_available"
+"""The test a program branches on to run on a GPU where one is present: a load without
+``map_location`` in its true branch, beside a mapped one in the other, restores onto the saved
+device on purpose (``semantic.restored_branch``)."""
+
 DICT_CLASSES = frozenset({"collections.OrderedDict", "collections.defaultdict", "typing.OrderedDict"})
 """Classes of the standard library whose call with no arguments makes a new, empty dict (a state
 dict's type: ``OrderedDict()``)."""
