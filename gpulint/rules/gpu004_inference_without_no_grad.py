@@ -46,6 +46,11 @@ MODULE_WRAP = "it wraps module-level statements in a block, and code after them 
 """Why a GPU004 fix is unsafe, as one line of help."""
 
 LOOP_IN_TRAINING = "the code around the loop trains, and a value the loop computes must not reach a backward pass later"
+TENSOR_HOOKS_NEED_GRAD = (
+    "the file or a project module it imports registers hooks on tensors (`attention.register_hook(...)`) "
+    "or keeps their gradients (`.retain_grad()`), which raise under `torch.no_grad()` on a tensor that then "
+    "requires no gradient"
+)
 DIFFERENTIATED_ELSEWHERE = (
     "the class differentiates through this model in another method without training it (an explanation "
     "or an attack), and a model used so may register hooks on its tensors, which raise under `torch.no_grad()`"
@@ -276,8 +281,6 @@ class InferenceWithoutNoGrad(Rule):
         model = self.context.model
         if model is None:
             return
-        if self.found and _registers_tensor_hooks(model, self.context.path):
-            return
         for key, calls in self.found.items():
             calls = [call for call in calls if not self._discarded(call)]
             if not calls:
@@ -295,6 +298,8 @@ class InferenceWithoutNoGrad(Rule):
                 )
             if registers_hooks(model):
                 fix: FixOutcome = NoFix(HOOKS_KEEP_OUTPUTS)
+            elif _registers_tensor_hooks(model, self.context.path):
+                fix = NoFix(TENSOR_HOOKS_NEED_GRAD)
             elif any(differentiated_elsewhere(model, node) for node in self._ast_calls(calls)):
                 fix = NoFix(DIFFERENTIATED_ELSEWHERE)
             elif wrapped is not None and wrapped[1] in (CUT_IN_TRAINING, SAMPLED_IN_TRAINING) and not _runs_only_the_cut(
@@ -1073,9 +1078,8 @@ def _registers_tensor_hooks(model: SemanticModel, path: str) -> bool:
     """Whether the file, or a project module it imports (:func:`project_modules`), calls
     ``<tensor>.register_hook(...)`` or ``.retain_grad()``
     (:data:`~gpulint.semantic.torch_api.GRAD_REQUIRING_TENSOR_METHODS`): a forward pass that does
-    (an explanation method keeping attention gradients) cannot run with gradients off, so the
-    graph its inference passes build is one the program needs: none is reported. Decided once per
-    file."""
+    (an explanation method keeping attention gradients) cannot run with gradients off. Decided
+    once per file."""
     return model.derived(_GradRequiringCalls).anywhere(path)
 
 
