@@ -54,6 +54,9 @@ HISTORY_KEEPING_METHODS = LAYOUT_METHODS | DEVICE_KEEPING_TENSOR_METHODS
 """Methods whose result carries history only if their receiver does (``(pred == y).sum().float()``)."""
 DETACHED_ATTRIBUTES = frozenset({"data"})
 """Attributes of a tensor that hold its values without its history (``total.cpu().data``)."""
+VALUE_READS = HISTORY_FREE_METHODS | TENSOR_METADATA_ATTRIBUTES | DETACHED_ATTRIBUTES
+"""Attributes and methods whose read of a tensor gives a Python value, metadata or its values
+without history: nothing of its graph goes further."""
 NAMED_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 DEFINITIONS = (*NAMED_DEFINITIONS, ast.Lambda)
 UNTRACKED_EXPRESSIONS = (ast.Lambda, ast.Yield, ast.YieldFrom, ast.Await, ast.NamedExpr)
@@ -161,13 +164,10 @@ class _Confinement:
             if parent is None or isinstance(parent, (*UNTRACKED_EXPRESSIONS, *COMPREHENSION_NODES)):
                 return None
             if isinstance(parent, ast.Attribute):
-                if parent.attr in HISTORY_FREE_METHODS | TENSOR_METADATA_ATTRIBUTES | DETACHED_ATTRIBUTES:
+                if parent.attr in VALUE_READS:
                     return []
-                call = self.model.parent(parent)
-                if not (
-                    parent.attr in HISTORY_KEEPING_METHODS and isinstance(call, ast.Call) and call.func is parent
-                    and all(map(self._plain, argument_values(call)))
-                ):
+                call = _kept_by(self.model, node)
+                if call is None or not all(map(self._plain, argument_values(call))):
                     return None
                 node = call
                 continue
@@ -593,18 +593,25 @@ def _read_only_detached(model: SemanticModel, attribute: str) -> bool:
     for node in model.nodes(ast.Attribute):
         if node.attr != attribute or not isinstance(node.ctx, ast.Load) or model.resolved_names(node):
             continue
-        read: ast.AST = node
-        while True:
+        read: Optional[ast.AST] = node
+        while read is not None:
             parent = model.parent(read)
-            if not isinstance(parent, ast.Attribute):
-                return False
-            if parent.attr in HISTORY_FREE_METHODS | TENSOR_METADATA_ATTRIBUTES | DETACHED_ATTRIBUTES:
+            if isinstance(parent, ast.Attribute) and parent.attr in VALUE_READS:
                 break
-            call = model.parent(parent)
-            if not (parent.attr in HISTORY_KEEPING_METHODS and isinstance(call, ast.Call) and call.func is parent):
-                return False
-            read = call
+            read = _kept_by(model, read)
+        if read is None:
+            return False
     return True
+
+
+def _kept_by(model: SemanticModel, node: ast.AST) -> Optional[ast.Call]:
+    """The call of a method that keeps the history of ``node``, its receiver (``node.cpu()``,
+    ``node.sum()``: :data:`HISTORY_KEEPING_METHODS`); None where ``node`` is read otherwise."""
+    parent = model.parent(node)
+    call = model.parent(parent) if isinstance(parent, ast.Attribute) else None
+    if isinstance(parent, ast.Attribute) and parent.attr in HISTORY_KEEPING_METHODS and isinstance(call, ast.Call) and call.func is parent:
+        return call
+    return None
 
 
 def _stores_into_receiver(method: str) -> bool:
