@@ -19,6 +19,13 @@ since it was pinned), naming the ones left out and leaving out their verdicts to
 files or notebooks do not number what the manifest counts in its commit is named, since findings in
 the files it lacks are not measured.
 
+``--rules GPU003,GPU004`` re-measures those rules alone, for a change to them that can only remove
+findings: a repository with no verdict row of them may lack a checkout (those rules report nothing
+there, and such a change keeps it so), the findings of other rules are not scored, and
+``--results`` replaces those rules' figures in the results file already there, keeping the rest. A
+change that may add findings needs the whole run, since a new finding in a repository without a
+checkout would go unseen.
+
 Exit status: 0 when every finding is judged and no fix breaks a verdict, 1 otherwise, 2 on bad
 input (a missing checkout, a malformed verdict row).
 """
@@ -34,7 +41,7 @@ import sys
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -261,6 +268,22 @@ def write_unjudged(path: Path, unjudged: Iterable[Finding]) -> None:
             writer.writerow([f.repo, f.path, f.line, f.cell or "-", f.rule, "", "", "", f.fix or "none", f.message])
 
 
+def merged_results(before: dict, remeasured: dict, rules: FrozenSet[str]) -> dict:
+    """``before``, the results of a whole run, with the figures of ``rules`` taken from
+    ``remeasured``: their findings counted anew, their fix violations replaced, the rest kept."""
+    kept = {code: figures for code, figures in before["rules"].items() if code not in rules}
+    return {
+        **before,
+        "findings": sum(figures["findings"] for figures in kept.values()) + remeasured["findings"],
+        "verdict_rows": remeasured["verdict_rows"],
+        "rules": dict(sorted({**kept, **remeasured["rules"]}.items())),
+        "fix_violations": [
+            *(violation for violation in before["fix_violations"] if violation["rule"] not in rules),
+            *remeasured["fix_violations"],
+        ],
+    }
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--src", type=Path, required=True, help="folder holding one checkout per manifest repository (owner__name)")
@@ -270,10 +293,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--unjudged", type=Path, metavar="TSV", help="write the findings not yet judged here, as rows to fill in")
     parser.add_argument("--results", type=Path, metavar="JSON", help="write the figures here (refused while findings are unjudged or checkouts missing)")
     parser.add_argument("--allow-missing", action="store_true", help="score the checkouts there are, leaving out the repositories without one (and their verdicts)")
+    parser.add_argument("--rules", type=lambda text: frozenset(text.split(",")), metavar="CODES", help="re-measure only these rules (comma-separated), after a change that can only remove their findings")
     args = parser.parse_args(argv)
     try:
         manifest = read_manifest(args.manifest)
         verdicts = read_verdicts(args.verdicts) if args.verdicts.exists() else []
+        verdict_rows = len(verdicts)
+        not_rerun: List[str] = []
+        if args.rules:
+            verdicts = [verdict for verdict in verdicts if verdict.rule in args.rules]
+            judged_there = {verdict.repo for verdict in verdicts}
+            not_rerun = [
+                row["repo"] for row in manifest
+                if row["repo"] not in judged_there and not checkout_folder(args.src, row["repo"]).is_dir()
+            ]
+            manifest = [row for row in manifest if row["repo"] not in not_rerun]
         missing = [row["repo"] for row in manifest if not checkout_folder(args.src, row["repo"]).is_dir()]
         if missing and not args.allow_missing:
             raise InputError(f"no checkout under {args.src} for: {', '.join(missing)}")
@@ -288,7 +322,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             if difference:
                 incomplete[row["repo"]] = difference
             found, notes = run_gpulint(folder, row["repo"], args.jobs)
-            findings.extend(found)
+            findings.extend(finding for finding in found if not args.rules or finding.rule in args.rules)
             if notes:
                 skipped[row["repo"]] = notes
     except InputError as error:
@@ -298,6 +332,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(f"{len(manifest)} repositories, {len(findings)} findings, {len(verdicts)} verdict rows")
     if missing:
         print(f"{len(missing)} repositories left out, without a checkout (their verdicts too): {', '.join(missing)}")
+    if not_rerun:
+        print(f"{len(not_rerun)} repositories with no verdict row of {', '.join(sorted(args.rules))} not re-run, without a checkout")
     print_table(scored["rules"])
     for repo, difference in incomplete.items():
         print(f"{repo}: {difference}")
@@ -319,11 +355,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         results = {
             "repositories": len(manifest),
             "findings": len(findings),
-            "verdict_rows": len(verdicts),
+            "verdict_rows": verdict_rows,
             "rules": scored["rules"],
             "fix_violations": scored["violations"],
             "skipped_files": sum(len(notes) for notes in skipped.values()),
         }
+        if args.rules:
+            results = merged_results(json.loads(args.results.read_text(encoding="utf-8")), results, args.rules)
         args.results.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     return 1 if scored["unjudged"] or scored["violations"] else 0
 

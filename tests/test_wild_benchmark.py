@@ -186,3 +186,31 @@ def test_a_checkout_lacking_files_its_commit_holds_is_named(tmp_path):
     (tmp_path / "src" / "other__empty" / "demo.ipynb").write_text("{}", encoding="utf-8")
     completed = _run(tmp_path)
     assert "other/empty: the checkout holds 1 Python file(s) and 1 notebook(s), the commit 1 and 0" in completed.stdout
+
+
+def test_rules_remeasures_those_rules_alone_and_merges_their_figures_into_the_results(tmp_path):
+    _setup(tmp_path, ALL_JUDGED)
+    results = tmp_path / "results.json"
+    assert _run(tmp_path, "--results", str(results)).returncode == 0
+    before = json.loads(results.read_text(encoding="utf-8"))
+    before["rules"]["GPU004"] = {"findings": 5, "TP": 5, "TRIVIAL": 0, "FP": 0}
+    before["findings"] += 5
+    before["fix_violations"] = [{"rule": "GPU004", "line": 1}, {"rule": "GPU001", "line": 2}]
+    results.write_text(json.dumps(before), encoding="utf-8")
+    train = tmp_path / "src" / "someone__trainer" / "train.py"
+    train.write_text(TRAIN.replace("torch.load(path))\n\n\ndef reload", "{}) \n\n\ndef reload"), encoding="utf-8")
+    (tmp_path / "src" / "other__empty" / "util.py").unlink()
+    (tmp_path / "src" / "other__empty").rmdir()
+    assert _run(tmp_path, "--results", str(results)).returncode == 2, "a whole run still needs every checkout"
+    completed = _run(tmp_path, "--rules", "GPU001", "--results", str(results))
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert "1 repositories with no verdict row of GPU001 not re-run, without a checkout" in completed.stdout
+    after = json.loads(results.read_text(encoding="utf-8"))
+    gpu001 = after["rules"]["GPU001"]
+    assert (gpu001["findings"], gpu001["TP"], gpu001["FP"], gpu001["judged_no_longer_reported"]) == (2, 2, 0, 1)
+    assert after["rules"]["GPU004"] == before["rules"]["GPU004"]
+    assert after["findings"] == 5 + 2 and after["repositories"] == before["repositories"]
+    assert after["fix_violations"] == [{"rule": "GPU004", "line": 1}]
+    (tmp_path / "verdicts.tsv").write_text(HEADER + ALL_JUDGED + "other/empty\tutil.py\t1\t-\tGPU001\tMISS\t-\ta load\n", encoding="utf-8")
+    completed = _run(tmp_path, "--rules", "GPU001")
+    assert completed.returncode == 2 and "other/empty" in completed.stderr, "a repository with rows of the rule needs its checkout"
