@@ -24,6 +24,7 @@ from gpulint.semantic.decorated_methods import runs_without_grad_by_its_decorato
 from gpulint.semantic.evaluation import EvaluationFacts, ScopeFacts
 from gpulint.semantic.explained_models import differentiated_elsewhere
 from gpulint.semantic.fabricated_inputs import given_only_cpu_fabrications
+from gpulint.semantic.cpu_models import runs_on_the_cpu
 from gpulint.semantic.forward_methods import forward_methods
 from gpulint.semantic.forward_values import hands_on, keeps_nothing_from
 from gpulint.semantic.called_back import called_back_without_grad
@@ -636,9 +637,12 @@ def _builds_a_graph_on_the_gpu(model: SemanticModel, facts: EvaluationFacts, cal
     that callers elsewhere may fill with a model they moved) in a module that never puts anything on
     an accelerator, nor a pass given only tensors the code makes up on the CPU
     (:func:`given_only_cpu_fabrications`: a smoke test or shape probe, which a model on the GPU would
-    reject)."""
+    reject), nor of a model the scope still holds on the CPU (:func:`runs_on_the_cpu`: a tutorial's
+    pass before its ``net.to(device)``)."""
     place = facts.model_place(call)
     if place in facts.frozen or runs_without_grad_by_its_decorator(model, call) or given_only_cpu_fabrications(model, call):
+        return False
+    if runs_on_the_cpu(model, call):
         return False
     return place is None or model.mentions_accelerator or not model.bound_here(place)
 

@@ -47,7 +47,7 @@ MAX_DEPTH = 8
 def given_only_cpu_fabrications(model: SemanticModel, call: ast.Call) -> bool:
     """Whether the forward ``call`` is given only tensors the code makes up on the CPU (see the
     module's docstring), in a module that leaves them there."""
-    return _given_only_made_up(model, call, 0, frozenset()) and not model.derived(_moves_inputs)
+    return _given_only_made_up(model, call, 0, frozenset()) and not model.derived(moves_inputs)
 
 
 def _given_only_made_up(model: SemanticModel, call: ast.Call, depth: int, assuming: FrozenSet[Binding]) -> bool:
@@ -180,7 +180,7 @@ def _element_assigned(model: SemanticModel, target: ast.Tuple, name: ast.Name) -
     return next((value for element, value in zip(target.elts, elements) if element is name), None)
 
 
-def _moves_inputs(model: SemanticModel) -> bool:
+def moves_inputs(model: SemanticModel) -> bool:
     """Whether the module may put a made-up tensor, or a forward pass's input, on the GPU: it sets a
     default device, wraps a model in ``DataParallel``, or a forward method of its classes
     moves something."""
