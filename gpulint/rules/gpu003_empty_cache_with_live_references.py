@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
+import functools
+from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider
@@ -15,6 +16,7 @@ from gpulint.analysis.tensors import subexpressions
 from gpulint.analysis.cfg import Step
 from gpulint.engine.diagnostics import Applicability, FixOutcome, NoFix
 from gpulint.engine.rule import FixAvailability, Rule
+from gpulint.semantic.class_scores import class_scores, reduced_rows_of
 from gpulint.semantic.torch_api import AUTOGRAD_ENTRY_POINTS, EMPTY_CACHE
 
 
@@ -310,16 +312,24 @@ class EmptyCacheWithLiveReferences(Rule):
         ids, masks or inputs, nor one pass's outputs of a loop run without a graph
         (:meth:`_one_pass_without_graph`), nor, where the call ends its function
         (:meth:`_ends_its_function`), one pass's outputs of a training loop whose graph a backward
-        pass freed (:meth:`_one_pass_backpropagated`)) that nothing reads after ``step``, and that ``del`` would
+        pass freed (:meth:`_one_pass_backpropagated`); nor, wherever the call is, such outputs that the
+        module reduces to one class per row (:attr:`_class_scores`: a classifier's scores, a few
+        numbers per example), or the classes and top scores picked from them) that nothing reads
+        after ``step``, and that ``del`` would
         free: not parameters, not stored on an object or in a container, not held by a container
         that stays alive (``kwargs = dict(input_ids=ids)``). None where every such name is a loss
         whose backward pass has freed its graph, which holds one number
         (:meth:`~ScopeAnalysis.backpropagated_before`); with other names, it is deleted too."""
         substantial, replaced = set(analysis.device_memory_names()), analysis.replaced_weights()
+        scores = self._class_scores
+        spent_scores = analysis.holding_before(
+            step, lambda name, value: name in scores and self._one_pass_backpropagated(analysis, value)
+        ) if scores else frozenset()
         holding_memory = analysis.holding_before(
             step, lambda name, value: analysis.tensors.holds_device_memory(value, substantial, replaced)
             and not self._one_pass_without_graph(analysis, name, value)
-            and not (ends_the_function and self._one_pass_backpropagated(analysis, value))
+            and not ((ends_the_function or name in scores) and self._one_pass_backpropagated(analysis, value))
+            and self._reduced_rows_of(value) not in spent_scores
         )
         live = analysis.live_before(step)
         excluded = live | analysis.escaping | set(analysis.parameters) | analysis.stored_elsewhere()
@@ -334,6 +344,25 @@ class EmptyCacheWithLiveReferences(Rule):
         if found <= analysis.backpropagated_before(step):
             return []
         return analysis.in_binding_order(found)
+
+    @functools.cached_property
+    def _class_scores(self) -> FrozenSet[str]:
+        """The names the module reduces to one class per row (:func:`class_scores`), read on the
+        semantic model, which holds every function of the module."""
+        model = self.context.model
+        return model.derived(class_scores) if model is not None else frozenset()
+
+    def _reduced_rows_of(self, value: cst.BaseExpression) -> Optional[str]:
+        """The name whose rows ``value`` reduces to one class each (``torch.max(outputs, 1)``,
+        ``outputs.data.max(1)[1]``: :func:`reduced_rows_of`); None for anything else."""
+        while isinstance(value, cst.Subscript):
+            value = value.value
+        model = self.context.model
+        position = self.get_metadata(PositionProvider, value, None) if isinstance(value, cst.Call) else None
+        if model is None or position is None:
+            return None
+        call = model.call_at((position.start.line, position.start.column, position.end.line, position.end.column))
+        return reduced_rows_of(model, call) if call is not None else None
 
     def _ends_its_function(self, statement: cst.Expr) -> bool:
         """Whether the call is the last thing its function does: nothing but ``return`` statements

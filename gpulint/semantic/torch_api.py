@@ -525,6 +525,11 @@ TENSOR_DATASET = "torch.utils.data.TensorDataset"
 """A dataset of the tensors it is given: its examples are slices of them, on their device."""
 TQDM = frozenset({"tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm"})
 """Progress bars that yield what they wrap, as it is."""
+ROW_REDUCING_METHODS = frozenset({"max", "argmax"})
+ROW_REDUCING_FUNCTIONS = frozenset({"torch.max", "torch.argmax"})
+"""Reductions that, over dimension 1 (``torch.max(scores, 1)``, ``scores.argmax(dim=1)``), pick one
+class per example of a batch of classifier scores: GPU003 reads what they are given as a batch's
+class scores, one short row per example."""
 DEVICE_MOVES = frozenset({"to", "cuda", "cpu"})
 """Methods of tensors and modules that put them on a device the code chooses."""
 ACCELERATOR_MOVES = DEVICE_MOVES - {"cpu"}
