@@ -160,6 +160,14 @@ class Rule(BatchableCSTVisitor):
         """The qualified names of a name or attribute chain of the module (``torch.cuda.empty_cache``)."""
         return self.context.names.of(self, node)
 
+    def span(self, node: cst.CSTNode) -> Optional[Tuple[int, int, int, int]]:
+        """The node's span as the semantic model gives it (:meth:`~gpulint.semantic.model.SemanticModel.span`:
+        lines and columns of start and end); None where the node has no position."""
+        code_range: Optional[CodeRange] = self.get_metadata(PositionProvider, node, None)
+        if code_range is None:
+            return None
+        return code_range.start.line, code_range.start.column, code_range.end.line, code_range.end.column
+
     def report(self, node: cst.CSTNode, message: Optional[str] = None, fix: Optional[FixOutcome] = None) -> None:
         """Add a finding; ``fix`` is its fix, or why there is none (every rule with fixes says why)."""
         code_range: CodeRange = self.get_metadata(PositionProvider, node)

@@ -357,12 +357,9 @@ class EmptyCacheWithLiveReferences(Rule):
         ``outputs.data.max(1)[1]``: :func:`reduced_rows_of`); None for anything else."""
         while isinstance(value, cst.Subscript):
             value = value.value
-        model = self.context.model
-        position = self.get_metadata(PositionProvider, value, None) if isinstance(value, cst.Call) else None
-        if model is None or position is None:
-            return None
-        call = model.call_at((position.start.line, position.start.column, position.end.line, position.end.column))
-        return reduced_rows_of(model, call) if call is not None else None
+        model, span = self.context.model, self.span(value) if isinstance(value, cst.Call) else None
+        call = model.call_at(span) if model is not None and span is not None else None
+        return reduced_rows_of(model, call) if model is not None and call is not None else None
 
     def _ends_its_function(self, statement: cst.Expr) -> bool:
         """Whether the call is the last thing its function does: nothing but ``return`` statements

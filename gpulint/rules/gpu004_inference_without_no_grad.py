@@ -272,9 +272,8 @@ class InferenceWithoutNoGrad(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         if not self.forward:
             return
-        code_range = self.get_metadata(PositionProvider, node.func)
-        key = (code_range.start.line, code_range.start.column, code_range.end.line, code_range.end.column)
-        index = self.forward.get(key)
+        span = self.span(node.func)
+        index = self.forward.get(span) if span is not None else None
         if index is not None:
             self.found.setdefault(index, []).append(node)
 
@@ -317,8 +316,8 @@ class InferenceWithoutNoGrad(Rule):
         """The semantic model's calls for these forward calls."""
         model = self.context.model
         for call in calls:
-            code_range = self.get_metadata(PositionProvider, call)
-            found = model.call_at((code_range.start.line, code_range.start.column, code_range.end.line, code_range.end.column)) if model else None
+            span = self.span(call)
+            found = model.call_at(span) if model and span else None
             if found is not None:
                 yield found
 
@@ -640,9 +639,9 @@ def _builds_a_graph_on_the_gpu(model: SemanticModel, facts: EvaluationFacts, cal
     reject), nor of a model the scope still holds on the CPU (:func:`runs_on_the_cpu`: a tutorial's
     pass before its ``net.to(device)``)."""
     place = facts.model_place(call)
-    if place in facts.frozen or runs_without_grad_by_its_decorator(model, call) or given_only_cpu_fabrications(model, call):
-        return False
-    if runs_on_the_cpu(model, call):
+    if place in facts.frozen or runs_without_grad_by_its_decorator(model, call) or given_only_cpu_fabrications(model, call) or (
+        runs_on_the_cpu(model, call)
+    ):
         return False
     return place is None or model.mentions_accelerator or not model.bound_here(place)
 

@@ -366,17 +366,10 @@ class AccumulatedAutogradHistory(Rule):
     def _loss_helper_call(self, call: cst.Call) -> Optional[ast.Call]:
         """The model's node of ``call`` where it calls a loss helper of the module
         (:attr:`~gpulint.semantic.history.AutogradHistory.loss_helpers`), else None."""
-        model, func, whole = self.context.model, self._span(call.func), self._span(call)
+        model, func, whole = self.context.model, self.span(call.func), self.span(call)
         if model is None or func not in model.derived(AutogradHistory).loss_helper_calls or whole is None:
             return None
         return model.call_at(whole)
-
-    def _span(self, node: cst.CSTNode) -> Optional[Tuple[int, int, int, int]]:
-        """The node's span as the semantic model gives it (lines and columns of start and end)."""
-        code_range = self.get_metadata(PositionProvider, node, None)
-        if code_range is None:
-            return None
-        return code_range.start.line, code_range.start.column, code_range.end.line, code_range.end.column
 
     def _graph_producing(self, call: cst.Call, analysis: ScopeAnalysis, depth: int = 0) -> bool:
         """A call whose result may carry autograd history: a module's (or model's) forward pass, a
@@ -480,14 +473,14 @@ class AccumulatedAutogradHistory(Rule):
     def _given_only_detached(self, call: cst.Call) -> bool:
         """A criterion or functional call given only detached values (by the model's reading of the
         same call: :func:`~gpulint.semantic.history.only_detached`)."""
-        model, span = self.context.model, self._span(call)
+        model, span = self.context.model, self.span(call)
         found = model.call_at(span) if model is not None and span is not None else None
         return found is not None and only_detached(found)
 
     def _helper_may_keep_gradients(self, call: cst.Call) -> bool:
         """Whether the function ``call`` calls may run with gradients on (its output then carries history)."""
         model = self.context.model
-        return model is not None and self._span(call.func) in model.derived(AutogradHistory).helper_calls_with_history
+        return model is not None and self.span(call.func) in model.derived(AutogradHistory).helper_calls_with_history
 
     @staticmethod
     def _outlives_iteration(accumulated: str, loop: cst.CSTNode) -> bool:

@@ -30,7 +30,7 @@ from typing import List, Optional
 from gpulint.semantic.fabricated_inputs import moves_inputs
 from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.torch_api import (
-    ACCELERATOR_TOKENS, ACCELERATOR_WORDS, FORWARD_METHODS, MAP_LOCATION_SLOT, MODULE_CONTAINERS, MODULE_METHODS,
+    FORWARD_METHODS, MAP_LOCATION_SLOT, MODULE_CONTAINERS, MODULE_METHODS,
     PARAMETER, SIZED_LAYERS, TORCH_LIBRARIES, nn_class_name,
 )
 
@@ -76,7 +76,7 @@ def _keeps_it_on_the_cpu(model: SemanticModel, use: ast.Name) -> bool:
     parent = model.parent(use)
     if isinstance(use.ctx, ast.Store):
         return isinstance(parent, ast.Assign) and parent.targets == [use] and _built_on_the_cpu(model, parent.value)
-    if not isinstance(use.ctx, ast.Load) or _spells_an_accelerator(_statement_of(model, use)):
+    if not isinstance(use.ctx, ast.Load) or model.spells_an_accelerator(_statement_of(model, use)):
         return False
     if isinstance(parent, ast.Call) and parent.func is use:
         return True
@@ -92,7 +92,7 @@ def _built_on_the_cpu(model: SemanticModel, value: ast.expr) -> bool:
     """A module built, or loaded, on the CPU (see the module's docstring)."""
     while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in PLACE_KEEPING_READS:
         value = value.func.value
-    if not isinstance(value, ast.Call) or _spells_an_accelerator(value):
+    if not isinstance(value, ast.Call) or model.spells_an_accelerator(value):
         return False
     names = model.resolved_names(value.func)
     loader = sorted(names & MAP_LOCATION_SLOT.keys())
@@ -100,7 +100,7 @@ def _built_on_the_cpu(model: SemanticModel, value: ast.expr) -> bool:
         return _mapped_to_the_cpu(value, MAP_LOCATION_SLOT[loader[0]])
     definition = _definition(model, value)
     if definition is not None:
-        return not _spells_an_accelerator(definition) and _holds_weights(model, definition, 0)
+        return not model.spells_an_accelerator(definition) and _holds_weights(model, definition, 0)
     return _a_library_model(model, value)
 
 
@@ -161,22 +161,3 @@ def _statement_of(model: SemanticModel, node: ast.AST) -> ast.AST:
         if isinstance(ancestor, ast.stmt):
             return ancestor
     return node
-
-
-def _spells_an_accelerator(node: ast.AST) -> bool:
-    """Whether the code of ``node`` spells a way to an accelerator: a ``.to`` attribute, one of
-    :data:`~gpulint.semantic.torch_api.ACCELERATOR_WORDS`, or one of
-    :data:`~gpulint.semantic.torch_api.ACCELERATOR_TOKENS` as a name or attribute."""
-    for part in ast.walk(node):
-        spelt = part.attr if isinstance(part, ast.Attribute) else part.id if isinstance(part, ast.Name) else (
-            part.arg if isinstance(part, ast.keyword) else part.value if isinstance(part, ast.Constant) else None
-        )
-        if not isinstance(spelt, str):
-            continue
-        lowered = spelt.lower()
-        if spelt == "to" and isinstance(part, ast.Attribute) or lowered in ACCELERATOR_TOKENS or any(
-            word in lowered for word in ACCELERATOR_WORDS
-        ):
-            return True
-    return False
-

@@ -881,16 +881,27 @@ class SemanticModel(Survey):
     def _spelt(self) -> str:
         """What the module's code (not its comments or docstrings) spells, in lower case: names,
         attributes, parameters, keywords, imports (modules and names) and strings."""
-        spelt = [
-            *(node.attr for node in self.nodes(ast.Attribute)), *(node.id for node in self.nodes(ast.Name)),
-            *(node.arg for node in self.nodes(ast.arg)), *(node.arg or "" for node in self.nodes(ast.keyword)),
-            *(part or "" for node in self.nodes(ast.alias) for part in (node.name, node.asname)),
-            *(node.module or "" for node in self.nodes(ast.ImportFrom)),
-            *(
-                node.value for node in self.nodes(ast.Constant)
-                if isinstance(node.value, str) and not isinstance(self.parent(node), ast.Expr)
-            ),
-        ]
+        return self._spelling([
+            *self.nodes(ast.Attribute), *self.nodes(ast.Name), *self.nodes(ast.arg), *self.nodes(ast.keyword),
+            *self.nodes(ast.alias), *self.nodes(ast.ImportFrom), *self.nodes(ast.Constant),
+        ])
+
+    def _spelling(self, nodes: Iterable[ast.AST]) -> str:
+        """What ``nodes`` spell (see :attr:`_spelt`), in lower case, one part a line."""
+        spelt: List[str] = []
+        for node in nodes:
+            if isinstance(node, ast.Attribute):
+                spelt.append(node.attr)
+            elif isinstance(node, ast.Name):
+                spelt.append(node.id)
+            elif isinstance(node, (ast.arg, ast.keyword)):
+                spelt.append(node.arg or "")
+            elif isinstance(node, ast.alias):
+                spelt += [node.name, node.asname or ""]
+            elif isinstance(node, ast.ImportFrom):
+                spelt.append(node.module or "")
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and not isinstance(self.parent(node), ast.Expr):
+                spelt.append(node.value)
         return "\n".join(spelt).lower()
 
     def spells(self, words: Iterable[str]) -> bool:
@@ -899,20 +910,16 @@ class SemanticModel(Survey):
         return any(word in self._spelt for word in words)
 
     @cached_property
-    def _spelt_tokens(self) -> FrozenSet[str]:
-        """The parts of what the module's code spells, split at anything but letters and digits."""
-        return frozenset(re.split(r"[^a-z0-9]+", self._spelt))
-
-    @cached_property
     def mentions_accelerator(self) -> bool:
-        """Whether the module's code spells a way to put anything on an accelerator: a ``.to``
-        attribute, one of :data:`~gpulint.semantic.torch_api.ACCELERATOR_WORDS`, or one of
-        :data:`~gpulint.semantic.torch_api.ACCELERATOR_TOKENS` as a whole part. Where it spells
-        none, the models it builds run on the CPU."""
-        return (
-            any(node.attr == "to" for node in self.nodes(ast.Attribute)) or self.spells(torch_api.ACCELERATOR_WORDS)
-            or bool(self._spelt_tokens & torch_api.ACCELERATOR_TOKENS)
-        )
+        """Whether the module's code spells a way to put anything on an accelerator
+        (:func:`_spells_an_accelerator`). Where it spells none, the models it builds run on the CPU."""
+        return _spells_an_accelerator(self._spelt, self.nodes(ast.Attribute))
+
+    def spells_an_accelerator(self, node: ast.AST) -> bool:
+        """Whether the code of ``node`` (a statement, a call, a class) spells a way to put anything on
+        an accelerator, as :attr:`mentions_accelerator` reads the whole module."""
+        parts = list(ast.walk(node))
+        return _spells_an_accelerator(self._spelling(parts), (part for part in parts if isinstance(part, ast.Attribute)))
 
     def bound_here(self, place: Place) -> bool:
         """Whether the value at ``place`` is one the module binds itself: not ``self``'s part, not an
@@ -1046,6 +1053,16 @@ class SemanticModel(Survey):
             if isinstance(argument, ast.Starred):
                 return
             yield index, argument
+
+
+def _spells_an_accelerator(spelt: str, attributes: Iterable[ast.Attribute]) -> bool:
+    """Whether code that spells ``spelt`` (lower case) and reads ``attributes`` has a way to an
+    accelerator: a ``.to`` attribute, one of :data:`~gpulint.semantic.torch_api.ACCELERATOR_WORDS`,
+    or one of :data:`~gpulint.semantic.torch_api.ACCELERATOR_TOKENS` as a whole part."""
+    return (
+        any(attribute.attr == "to" for attribute in attributes) or any(word in spelt for word in torch_api.ACCELERATOR_WORDS)
+        or bool(frozenset(re.split(r"[^a-z0-9]+", spelt)) & torch_api.ACCELERATOR_TOKENS)
+    )
 
 
 def _history_free(value: ast.expr) -> bool:
