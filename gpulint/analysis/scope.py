@@ -13,7 +13,7 @@ from gpulint.analysis import cfg, dataflow
 from gpulint.analysis.cfg import ControlFlowGraph, Step
 from gpulint.analysis.escapes import escaping_names
 from gpulint.analysis.names import NameResolver, QualifiedNames
-from gpulint.analysis.tensors import ModuleEvidence, TensorLikeness, dotted_name
+from gpulint.analysis.tensors import CRITERION_SUFFIXES, ModuleEvidence, TensorLikeness, dotted_name
 from gpulint.semantic.kept_loss_storage import storage_keeping_loss_calls
 from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.torch_api import MODULE_CONVERSIONS, WEIGHT_ATTRIBUTES, is_loss_module, is_module_constructor
@@ -73,6 +73,7 @@ class ScopeAnalysis:
         modules: FrozenSet[str],
         helper_outputs: FrozenSet[Tuple[int, int, int, int]] = frozenset(),
         storage_keeping_losses: Optional[FrozenSet[Tuple[int, int, int, int]]] = None,
+        gradients_off_at: Optional[Callable[[int, int], bool]] = None,
     ) -> None:
         self.owner = owner
         self.node = node
@@ -95,6 +96,10 @@ class ScopeAnalysis:
         their ``func``: :func:`~gpulint.semantic.kept_loss_storage.storage_keeping_loss_calls`);
         None where that is unknown (no semantic model), and then no backward pass counts as freeing
         what a name holds."""
+        self.gradients_off_at = gradients_off_at
+        """Whether code at a place (line from 1, column from 0) always runs with gradients off (the
+        semantic model's :meth:`~gpulint.semantic.model.SemanticModel.gradients_off_at`); None where
+        that is unknown."""
         self.tensors = TensorLikeness(self._qualified_names, modules, self._backward_names(), self.calls_helper_output)
         self._learn_tensor_names()
         self.holding = self._holding_tensors()
@@ -231,9 +236,10 @@ class ScopeAnalysis:
     @functools.cached_property
     def _graphs_kept(self) -> Dict[Step, FrozenSet[str]]:
         """For each step, the names that may hold, when it runs, a value bound since the last
-        backward pass that freed its graph (:func:`graph_released_by`), or never passed through one;
-        a name some binding gives a loss that keeps the elementwise losses' storage
-        (:attr:`storage_keeping_losses`) keeps it through a backward pass too."""
+        backward pass that freed its graph (:func:`graph_released_by`), or never passed through one,
+        other than a criterion's loss computed with gradients off (:meth:`_loss_without_graph`),
+        which never had one; a name some binding gives a loss that keeps the elementwise losses'
+        storage (:attr:`storage_keeping_losses`) keeps it through a backward pass too."""
         spans = self.storage_keeping_losses
         keeping = {
             name for step in self.graph.steps if step.node is not None for name, value in self._bindings(step.node)
@@ -241,10 +247,25 @@ class ScopeAnalysis:
         }
 
         def transfer(step: Step, before: FrozenSet[str]) -> FrozenSet[str]:
-            released = graph_released_by(step.node) - keeping if spans is not None else frozenset()
-            return frozenset((before - step.deletes - released) | step.binds)
+            if spans is None or step.node is None:
+                return frozenset((before - step.deletes) | step.binds)
+            released = graph_released_by(step.node) - keeping
+            graph_free = {name for name, value in self._bindings(step.node) if self._loss_without_graph(value)} - keeping
+            return frozenset(((before - step.deletes - released) | step.binds) - graph_free)
 
         return dataflow.solve_forward_may(self.graph, transfer)
+
+    def _loss_without_graph(self, value: Optional[cst.BaseExpression]) -> bool:
+        """A criterion's loss computed with gradients off (``loss = criterion(output, y)`` in a
+        ``torch.no_grad()`` block): a call of a name bound to a loss module or named for one
+        (:attr:`criteria`, ``self.loss_function``), which gives one number, with no graph behind it."""
+        if not isinstance(value, cst.Call) or self.gradients_off_at is None:
+            return False
+        called = dotted_name(value.func) or ""
+        if called not in self.criteria and not called.split(".")[-1].lower().endswith(CRITERION_SUFFIXES):
+            return False
+        position = self.owner.get_metadata(PositionProvider, value, None)
+        return position is not None and self.gradients_off_at(position.start.line, position.start.column)
 
     def backpropagated_before(self, step: Step) -> FrozenSet[str]:
         """Names that, on every path to ``step`` that binds them, were last passed through a backward
@@ -428,18 +449,41 @@ GRAPH_KEEPING_ARGUMENTS = frozenset({"gradient", "retain_graph", "create_graph"}
 
 
 def graph_released_by(statement: Optional[cst.CSTNode]) -> FrozenSet[str]:
-    """The name whose autograd graph the statement frees: ``name.backward()`` with no positional
-    argument and none of :data:`GRAPH_KEEPING_ARGUMENTS` (``inputs=`` only picks the leaves). Such a
-    pass runs only on a scalar (any other raises), and frees the graph's saved tensors as it runs,
-    so what the name holds afterwards is one number."""
-    if statement is None or not m_backward(statement):
+    """The name whose autograd graph the statement frees: ``name.backward()``, also through a
+    ``GradScaler``'s scaled copy (``scaler.scale(name).backward()``, whose graph holds the name's)
+    or a function named for a backward pass (``accelerator.backward(name)``,
+    ``torch.autograd.backward(name)``); given no positional argument but the name, nor any keyword
+    but ``inputs=``, which only picks the leaves (none of :data:`GRAPH_KEEPING_ARGUMENTS`, nor
+    ``grad_tensors=``). Such a pass runs only on a
+    scalar (any other raises), and frees the graph's saved tensors as it runs, so what the name
+    holds afterwards is one number."""
+    if not (isinstance(statement, cst.Expr) and isinstance(statement.value, cst.Call)):
         return frozenset()
-    assert isinstance(statement, cst.Expr) and isinstance(statement.value, cst.Call)
     call = statement.value
-    assert isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Name)
-    if any(arg.keyword is None or arg.keyword.value in GRAPH_KEEPING_ARGUMENTS for arg in call.args):
+    if any(arg.keyword is not None and arg.keyword.value in GRAPH_KEEPING_ARGUMENTS for arg in call.args):
         return frozenset()
-    return frozenset({call.func.value.value})
+    positional = [arg.value for arg in call.args if arg.keyword is None]
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "backward" and not positional:
+        receiver = func.value
+        if isinstance(receiver, cst.Name):
+            return frozenset({receiver.value})
+        scaled = _scaled_name(receiver)
+        return frozenset({scaled}) if scaled is not None else frozenset()
+    named = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+    only_leaves_named = all(arg.keyword is None or arg.keyword.value == "inputs" for arg in call.args)
+    if named.endswith("backward") and only_leaves_named and len(positional) == 1 and isinstance(positional[0], cst.Name):
+        return frozenset({positional[0].value})
+    return frozenset()
+
+
+def _scaled_name(node: cst.BaseExpression) -> Optional[str]:
+    """``name`` in ``scaler.scale(name)``: a ``GradScaler`` multiplies it by the loss scale."""
+    if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "scale"):
+        return None
+    if len(node.args) == 1 and node.args[0].keyword is None and isinstance(node.args[0].value, cst.Name):
+        return node.args[0].value.value
+    return None
 
 
 def enclosing_scope_node(owner: MetadataDependent, node: cst.CSTNode) -> Optional[ScopeNode]:
@@ -479,5 +523,8 @@ class ScopeAnalyses:
                 self.modules = frozenset(evidence.modules)
             helper_outputs = self.model.forward_output_calls if self.model is not None else frozenset()
             keeping = self.model.derived(storage_keeping_loss_calls) if self.model is not None else None
-            self._built[scope_node] = ScopeAnalysis(owner, scope_node, names, self.modules, helper_outputs, keeping)
+            gradients_off_at = self.model.gradients_off_at if self.model is not None else None
+            self._built[scope_node] = ScopeAnalysis(
+                owner, scope_node, names, self.modules, helper_outputs, keeping, gradients_off_at,
+            )
         return self._built[scope_node]

@@ -18,8 +18,10 @@ from gpulint.analysis.names import QualifiedNames
 from gpulint.semantic.torch_api import (
     CHECKPOINT_COUNTER_KEYS,
     FLOAT_DTYPES,
+    FLOATING_LEGACY_TENSOR_CLASSES,
     FORWARD_METHODS,
     INDEX_METHODS,
+    LEGACY_TENSOR_CLASSES,
     LOADERS,
     MODULE_METHODS,
     NON_TENSOR_ATTRIBUTES,
@@ -27,6 +29,7 @@ from gpulint.semantic.torch_api import (
     PARAMETER_FREE_LAYERS,
     RELEASING_BUILTINS,
     SHAPE_FACTORIES,
+    TORCH_PACKAGE,
     VALUE_BUILTINS,
     builds_history_free_metric,
     is_loss_module,
@@ -306,6 +309,8 @@ class TensorLikeness:
             if method in ("cuda", "to"):
                 if self._builds_parameter_free_module(func.value):
                     return False
+                if self._makes_a_legacy_tensor(func.value):
+                    return self._allocates_floats_by_size(func.value)
                 return self._builds_module(func.value) or self.holds_device_memory(func.value, holding)
             if self.is_module(func.value):
                 return method in FORWARD_METHODS
@@ -341,7 +346,10 @@ class TensorLikeness:
         return bool(names) and all(is_loss_module(q) or nn_class_name(q) in PARAMETER_FREE_LAYERS for q in names)
 
     def _builds_module(self, node: cst.CSTNode) -> bool:
-        """A module constructed here (``Net(config)``, ``nn.Linear(...)``, ``Net().half()``)."""
+        """A module constructed here (``Net(config)``, ``nn.Linear(...)``, ``Net().half()``): a
+        ``torch.nn`` module class, or a capitalised class of the project or another library; a
+        capitalised name of torch itself that is no module class (``torch.Tensor(weights)``,
+        ``torch.Generator()``) builds none."""
         while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in MODULE_CAST_METHODS:
             node = node.func.value
         if not isinstance(node, cst.Call):
@@ -349,9 +357,29 @@ class TensorLikeness:
         if isinstance(node.func, cst.Attribute) and node.func.attr.value == "from_pretrained":
             return True
         names = self.qualified_names(node.func)
-        return any(is_module_constructor(q) for q in names) or (
+        if any(is_module_constructor(q) for q in names):
+            return True
+        from_torch = bool(names) and all(q == TORCH_PACKAGE or q.startswith(f"{TORCH_PACKAGE}.") for q in names)
+        return not from_torch and (
             isinstance(node.func, (cst.Name, cst.Attribute)) and (dotted_name(node.func) or "").split(".")[-1][:1].isupper()
         )
+
+    def _makes_a_legacy_tensor(self, node: cst.CSTNode) -> bool:
+        """A call of a legacy tensor class (``torch.Tensor(weights)``, ``torch.FloatTensor(2, 3)``)."""
+        return isinstance(node, cst.Call) and bool(self.qualified_names(node.func) & LEGACY_TENSOR_CLASSES)
+
+    def _allocates_floats_by_size(self, node: cst.CSTNode) -> bool:
+        """Whether a call of a legacy tensor class allocates floating-point elements by size, as a
+        shape factory does (``torch.Tensor(64, 3, 224, 224)``, ``torch.FloatTensor(4096)``): a
+        floating-point class given sizes (an integer, or two positional arguments or more, none a
+        list or tuple) rather than data (``torch.Tensor(weights)``, ``torch.Tensor([0.3, 0.7])``: a
+        few numbers)."""
+        if not isinstance(node, cst.Call) or not self.qualified_names(node.func) & FLOATING_LEGACY_TENSOR_CLASSES:
+            return False
+        positional = [arg.value for arg in node.args if arg.keyword is None and not arg.star]
+        if not positional or any(isinstance(value, (cst.List, cst.Tuple, cst.ListComp)) for value in positional):
+            return False
+        return len(positional) > 1 or isinstance(positional[0], cst.Integer)
 
 
 def _reads_a_counter(node: Union[cst.Subscript, cst.Call]) -> bool:

@@ -559,6 +559,9 @@ NUMBER_FACTORIES = frozenset(
 """torch's functions that make a tensor out of the numbers, shapes and Python lists they are given."""
 LEGACY_TENSOR_CLASSES = frozenset({f"{TORCH_PACKAGE}.{kind}Tensor" for kind in ("", "Float", "Double", "Long", "Int", "Byte", "Bool")})
 """The tensor classes of older torch, called to make a CPU tensor (``torch.FloatTensor(2, 3)``)."""
+FLOATING_LEGACY_TENSOR_CLASSES = frozenset({f"{TORCH_PACKAGE}.{kind}Tensor" for kind in ("", "Float", "Double")})
+"""The legacy tensor classes whose elements are floating point: given sizes
+(``torch.Tensor(64, 3, 224, 224)``), they allocate as a shape factory does."""
 CPU_FABRICATIONS = NUMBER_FACTORIES | LEGACY_TENSOR_CLASSES
 """Functions and legacy tensor classes that make a tensor out of nothing but the numbers, shapes and
 Python lists they are given: without a ``device`` argument (and with no default device set), on the
