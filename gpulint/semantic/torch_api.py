@@ -530,6 +530,13 @@ ROW_REDUCING_FUNCTIONS = frozenset({"torch.max", "torch.argmax"})
 """Reductions that, over dimension 1 (``torch.max(scores, 1)``, ``scores.argmax(dim=1)``), pick one
 class per example of a batch of classifier scores: GPU003 reads what they are given as a batch's
 class scores, one short row per example."""
+ROW_PRESERVING_METHODS = frozenset({"softmax", "log_softmax", "sigmoid", "detach"})
+ROW_PRESERVING_FUNCTIONS = frozenset({
+    f"{TORCH_PACKAGE}.{name}" for name in ("softmax", "log_softmax", "sigmoid")
+} | {f"{FUNCTIONAL_NAMESPACE}{name}" for name in ("softmax", "log_softmax", "sigmoid")})
+"""Normalisations that keep a batch of class scores one row per example (``F.softmax(outputs,
+dim=1)``, ``outputs.sigmoid()``, ``outputs.detach()``): a row reduction of what they return reduces
+the scores they are given."""
 DEVICE_MOVES = frozenset({"to", "cuda", "cpu"})
 """Methods of tensors and modules that put them on a device the code chooses."""
 ACCELERATOR_MOVES = DEVICE_MOVES - {"cpu"}
