@@ -249,7 +249,7 @@ class ScopeAnalysis:
         def transfer(step: Step, before: FrozenSet[str]) -> FrozenSet[str]:
             if spans is None or step.node is None:
                 return frozenset((before - step.deletes) | step.binds)
-            released = graph_released_by(step.node) - keeping
+            released = graph_released_by(step.node, self.tensors) - keeping
             graph_free = {name for name, value in self._bindings(step.node) if self._loss_without_graph(value)} - keeping
             return frozenset(((before - step.deletes - released) | step.binds) - graph_free)
 
@@ -448,15 +448,16 @@ GRAPH_KEEPING_ARGUMENTS = frozenset({"gradient", "retain_graph", "create_graph"}
 """Arguments of ``backward`` that keep the graph, extend it, or let the output be more than a scalar."""
 
 
-def graph_released_by(statement: Optional[cst.CSTNode]) -> FrozenSet[str]:
+def graph_released_by(statement: Optional[cst.CSTNode], is_tensor: Callable[[cst.BaseExpression], bool]) -> FrozenSet[str]:
     """The name whose autograd graph the statement frees: ``name.backward()``, also through a
     ``GradScaler``'s scaled copy (``scaler.scale(name).backward()``, whose graph holds the name's)
     or a function named for a backward pass (``accelerator.backward(name)``,
-    ``torch.autograd.backward(name)``); given no positional argument but the name, nor any keyword
-    but ``inputs=``, which only picks the leaves (none of :data:`GRAPH_KEEPING_ARGUMENTS`, nor
-    ``grad_tensors=``). Such a pass runs only on a
-    scalar (any other raises), and frees the graph's saved tensors as it runs, so what the name
-    holds afterwards is one number."""
+    ``torch.autograd.backward(name)``; not a method of what ``is_tensor`` says is a tensor, where
+    ``output.backward(grad)`` is given a gradient), given no positional argument but the name, nor
+    any keyword but ``inputs=``, which only picks the leaves (none of
+    :data:`GRAPH_KEEPING_ARGUMENTS`, nor ``grad_tensors=``). Such a pass runs only on a scalar (any
+    other raises), and frees the graph's saved tensors as it runs, so what the name holds afterwards
+    is one number."""
     if not (isinstance(statement, cst.Expr) and isinstance(statement.value, cst.Call)):
         return frozenset()
     call = statement.value
@@ -470,6 +471,8 @@ def graph_released_by(statement: Optional[cst.CSTNode]) -> FrozenSet[str]:
             return frozenset({receiver.value})
         scaled = _scaled_name(receiver)
         return frozenset({scaled}) if scaled is not None else frozenset()
+    if isinstance(func, cst.Attribute) and is_tensor(func.value):
+        return frozenset()
     named = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
     only_leaves_named = all(arg.keyword is None or arg.keyword.value == "inputs" for arg in call.args)
     if named.endswith("backward") and only_leaves_named and len(positional) == 1 and isinstance(positional[0], cst.Name):
