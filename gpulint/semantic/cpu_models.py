@@ -11,7 +11,7 @@ scope that makes the call (the module's code, or a function's) where:
   ``transformers.AutoModel.from_pretrained``), perhaps put through methods that keep it where it is
   (``Net().eval()``), where neither the call nor the definition it runs spells a way to an
   accelerator (``cuda``, ``device``, ``.to(``); or a load mapped to the CPU
-  (``torch.load(path, map_location="cpu")``). A module without weights (``nn.Upsample``) runs on
+  (``torch.load(path, map_location="cpu")``, ``map_location=torch.device("cpu")``). A module without weights (``nn.Upsample``) runs on
   its input's device wherever it was built;
 - every read of the name that may run before the call (one earlier in the scope, in a loop around
   the call, or in another scope, whose order is not known) keeps the module where it is: a call of
@@ -92,12 +92,13 @@ def _built_on_the_cpu(model: SemanticModel, value: ast.expr) -> bool:
     """A module built, or loaded, on the CPU (see the module's docstring)."""
     while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in PLACE_KEEPING_READS:
         value = value.func.value
-    if not isinstance(value, ast.Call) or model.spells_an_accelerator(value):
+    if not isinstance(value, ast.Call):
         return False
-    names = model.resolved_names(value.func)
-    loader = sorted(names & MAP_LOCATION_SLOT.keys())
+    loader = sorted(model.resolved_names(value.func) & MAP_LOCATION_SLOT.keys())
     if loader:
-        return _mapped_to_the_cpu(value, MAP_LOCATION_SLOT[loader[0]])
+        return _mapped_to_the_cpu(model, value, MAP_LOCATION_SLOT[loader[0]])
+    if model.spells_an_accelerator(value):
+        return False
     definition = _definition(model, value)
     if definition is not None:
         return not model.spells_an_accelerator(definition) and _holds_weights(model, definition, 0)
@@ -147,12 +148,13 @@ def _holds_weights(model: SemanticModel, definition: ast.AST, depth: int) -> boo
     return False
 
 
-def _mapped_to_the_cpu(load: ast.Call, position: int) -> bool:
-    """``torch.load(path, map_location="cpu")``, by keyword or at its ``position``."""
+def _mapped_to_the_cpu(model: SemanticModel, load: ast.Call, position: int) -> bool:
+    """``torch.load(path, map_location="cpu")`` (or ``torch.device("cpu")``: :meth:`~SemanticModel.names_the_cpu`),
+    by keyword or at its ``position``."""
     slot: List[ast.expr] = [keyword.value for keyword in load.keywords if keyword.arg == "map_location"]
     if not slot and len(load.args) > position:
         slot = [load.args[position]]
-    return len(slot) == 1 and isinstance(slot[0], ast.Constant) and slot[0].value == "cpu"
+    return len(slot) == 1 and model.names_the_cpu(slot[0])
 
 
 def _statement_of(model: SemanticModel, node: ast.AST) -> ast.AST:

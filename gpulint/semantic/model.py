@@ -915,6 +915,19 @@ class SemanticModel(Survey):
         (:func:`_spells_an_accelerator`). Where it spells none, the models it builds run on the CPU."""
         return _spells_an_accelerator(self._spelt, self.nodes(ast.Attribute))
 
+    def names_the_cpu(self, location: ast.expr) -> bool:
+        """Whether a ``map_location`` (or another device argument) puts everything on the CPU:
+        ``"cpu"``, ``torch.device("cpu")`` or ``lambda storage, loc: storage`` (each storage left
+        where deserialisation puts it, on the CPU)."""
+        if isinstance(location, ast.Call) and self.resolved_names(location.func) == {"torch.device"} and location.args:
+            location = location.args[0]
+        if isinstance(location, ast.Constant):
+            return isinstance(location.value, str) and location.value.split(":")[0] == "cpu"
+        if isinstance(location, ast.Lambda):
+            parameters = location.args.args
+            return bool(parameters) and isinstance(location.body, ast.Name) and location.body.id == parameters[0].arg
+        return False
+
     def spells_an_accelerator(self, node: ast.AST) -> bool:
         """Whether the code of ``node`` (a statement, a call, a class) spells a way to put anything on
         an accelerator, as :attr:`mentions_accelerator` reads the whole module."""

@@ -315,7 +315,7 @@ class ReadBack:
         for statement in other or []:
             value = statement.value if isinstance(statement, ast.Assign) and len(statement.targets) == 1 else None
             if not (isinstance(value, ast.Call) and any(
-                keyword.arg == MAP_LOCATION and self._to_the_cpu(keyword.value) for keyword in value.keywords
+                keyword.arg == MAP_LOCATION and self.model.names_the_cpu(keyword.value) for keyword in value.keywords
             )):
                 continue
             other_bound = self._bound_names(value)
@@ -328,18 +328,6 @@ class ReadBack:
                 for a, b in zip(_names_in(other_path), _names_in(path))
             ):
                 return True
-        return False
-
-    def _to_the_cpu(self, location: ast.expr) -> bool:
-        """``"cpu"``, ``torch.device("cpu")`` or ``lambda storage, loc: storage`` (each storage left
-        where deserialisation puts it, on the CPU)."""
-        if isinstance(location, ast.Call) and self.model.resolved_names(location.func) == {"torch.device"} and location.args:
-            location = location.args[0]
-        if isinstance(location, ast.Constant):
-            return isinstance(location.value, str) and location.value.split(":")[0] == "cpu"
-        if isinstance(location, ast.Lambda):
-            parameters = location.args.args
-            return bool(parameters) and isinstance(location.body, ast.Name) and location.body.id == parameters[0].arg
         return False
 
     def _restores_attribute(self, call: ast.Call, path: ast.expr) -> bool:
