@@ -448,7 +448,9 @@ GRAPH_KEEPING_ARGUMENTS = frozenset({"gradient", "retain_graph", "create_graph"}
 """Arguments of ``backward`` that keep the graph, extend it, or let the output be more than a scalar."""
 
 
-def graph_released_by(statement: Optional[cst.CSTNode], is_tensor: Callable[[cst.BaseExpression], bool]) -> FrozenSet[str]:
+def graph_released_by(
+    statement: Optional[cst.CSTNode], is_tensor: Callable[[cst.BaseExpression], bool],
+) -> FrozenSet[str]:
     """The name whose autograd graph the statement frees: ``name.backward()``, also through a
     ``GradScaler``'s scaled copy (``scaler.scale(name).backward()``, whose graph holds the name's)
     or a function named for a backward pass (``accelerator.backward(name)``,

@@ -639,9 +639,9 @@ def _builds_a_graph_on_the_gpu(model: SemanticModel, facts: EvaluationFacts, cal
     reject), nor of a model the scope still holds on the CPU (:func:`runs_on_the_cpu`: a tutorial's
     pass before its ``net.to(device)``)."""
     place = facts.model_place(call)
-    if place in facts.frozen or runs_without_grad_by_its_decorator(model, call) or given_only_cpu_fabrications(model, call) or (
-        runs_on_the_cpu(model, call)
-    ):
+    if place in facts.frozen or runs_without_grad_by_its_decorator(model, call):
+        return False
+    if given_only_cpu_fabrications(model, call) or runs_on_the_cpu(model, call):
         return False
     return place is None or model.mentions_accelerator or not model.bound_here(place)
 

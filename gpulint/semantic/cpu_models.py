@@ -11,8 +11,8 @@ scope that makes the call (the module's code, or a function's) where:
   ``transformers.AutoModel.from_pretrained``), perhaps put through methods that keep it where it is
   (``Net().eval()``), where neither the call nor the definition it runs spells a way to an
   accelerator (``cuda``, ``device``, ``.to(``); or a load mapped to the CPU
-  (``torch.load(path, map_location="cpu")``, ``map_location=torch.device("cpu")``). A module without weights (``nn.Upsample``) runs on
-  its input's device wherever it was built;
+  (``torch.load(path, map_location="cpu")``, ``map_location=torch.device("cpu")``). A module
+  without weights (``nn.Upsample``) runs on its input's device wherever it was built;
 - every read of the name that may run before the call (one earlier in the scope, in a loop around
   the call, or in another scope, whose order is not known) keeps the module where it is: a call of
   it, a method of ``nn.Module`` that moves nothing (``eval()``, ``load_state_dict(...)``), a part of
@@ -149,8 +149,8 @@ def _holds_weights(model: SemanticModel, definition: ast.AST, depth: int) -> boo
 
 
 def _mapped_to_the_cpu(model: SemanticModel, load: ast.Call, position: int) -> bool:
-    """``torch.load(path, map_location="cpu")`` (or ``torch.device("cpu")``: :meth:`~SemanticModel.names_the_cpu`),
-    by keyword or at its ``position``."""
+    """``torch.load(path, map_location="cpu")``, by keyword or at its ``position`` (any spelling of
+    the CPU: :meth:`~gpulint.semantic.model.SemanticModel.names_the_cpu`)."""
     slot: List[ast.expr] = [keyword.value for keyword in load.keywords if keyword.arg == "map_location"]
     if not slot and len(load.args) > position:
         slot = [load.args[position]]
