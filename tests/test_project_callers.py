@@ -81,6 +81,14 @@ def test_the_project_is_looked_through_from_the_folder_above_the_package(tmp_pat
     assert _lines(tmp_path, "lib/networks/trainer.py", "--no-cache") == []
 
 
+def test_a_namespace_folder_inside_a_package_is_looked_through_from_above_the_package(tmp_path):
+    guarded = GUARDED_SCRIPT.replace("from trainer", "from models.unet.trainer")
+    _write(tmp_path, {"models/__init__.py": "", "models/unet/trainer.py": TRAINER, "evaluate.py": guarded})
+    assert _lines(tmp_path, "models/unet/trainer.py", "--no-cache") == []
+    _write(tmp_path, {"tools/preview.py": UNGUARDED_SCRIPT})
+    assert _lines(tmp_path, "models/unet/trainer.py", "--no-cache") == [12]
+
+
 def test_a_cached_result_is_not_used_once_a_caller_is_added_or_changed(tmp_path):
     _write(tmp_path, {"trainer.py": TRAINER, "train.py": GUARDED_SCRIPT, "pyproject.toml": "[tool.gpulint]\n"})
     assert _lines(tmp_path, "trainer.py") == []

@@ -553,6 +553,8 @@ class SemanticModel(Survey):
         flag only known at run time counts too: the code manages grad mode itself."""
         call = expression if isinstance(expression, ast.Call) else None
         names = self.resolved_names(call.func if call is not None else expression)
+        if not names and call is not None and not call.args and not call.keywords and _spells_a_grad_off_context(call.func):
+            return True
         if names and names <= torch_api.GRAD_OFF:
             return call is None or not call.args or not is_false_constant(call.args[0])
         if call is not None and names and names <= torch_api.SET_GRAD_ENABLED and call.args:
@@ -1066,6 +1068,14 @@ class SemanticModel(Survey):
             if isinstance(argument, ast.Starred):
                 return
             yield index, argument
+
+
+def _spells_a_grad_off_context(func: ast.expr) -> bool:
+    """``torch.no_grad`` or ``torch.inference_mode`` read as an attribute of a value no import binds,
+    called with nothing: ``torch = self.torch`` (a module imported lazily in a constructor) and then
+    ``with torch.no_grad():``. Only torch's contexts are so spelled, and any library's ``no_grad()``
+    turns its gradients off."""
+    return isinstance(func, ast.Attribute) and func.attr in GRAD_OFF_WORDS
 
 
 def _spells_an_accelerator(spelt: str, attributes: Iterable[ast.Attribute]) -> bool:

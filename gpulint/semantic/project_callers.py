@@ -4,7 +4,7 @@ A trainer's ``sample`` method that its own module never calls runs where the tra
 it: ``with torch.no_grad(): outputs = trainer.sample(a, b)`` in ``train.py``. A reader looks for
 those calls; so does gpulint. The files looked through are the project's around the module: the
 ``.py`` files under the folder that holds its package (the nearest folder above it without an
-``__init__.py``), found in :data:`MAX_ENTRIES` folders and code files at most. A function counts as
+``__init__.py`` and not inside a folder with one), found in :data:`MAX_ENTRIES` folders and code files at most. A function counts as
 called only with gradients off when the files there call a function or method of its name at least
 once, and every such call, in any of them and in the module itself, runs with gradients off in its
 own file (:meth:`~gpulint.semantic.model.SemanticModel.gradients_off_at`), or right in the body of a
@@ -164,9 +164,11 @@ def project_code_files(module: Path) -> Optional[Tuple[Path, ...]]:
 
 
 def _search_root(path: Path) -> Path:
-    """The folder that holds the module's package: the nearest one above it without ``__init__.py``."""
+    """The folder that holds the module's package: the nearest one above it without ``__init__.py``
+    that is no folder of a package either (``models/unet/model.py`` beside ``models/__init__.py``
+    is imported as ``models.unet.model``, ``unet`` a namespace package inside ``models``)."""
     folder = path.parent
-    while (folder / "__init__.py").is_file() and folder.parent != folder:
+    while ((folder / "__init__.py").is_file() or (folder.parent / "__init__.py").is_file()) and folder.parent != folder:
         folder = folder.parent
     return folder
 
