@@ -4,24 +4,25 @@ A trainer's ``sample`` method that its own module never calls runs where the tra
 it: ``with torch.no_grad(): outputs = trainer.sample(a, b)`` in ``train.py``. A reader looks for
 those calls; so does gpulint. The files looked through are the project's around the module: the
 ``.py`` files under the folder that holds its package (the nearest folder above it without an
-``__init__.py`` and not inside a folder with one), found in :data:`MAX_ENTRIES` folders and code files at most. A function counts as
-called only with gradients off when the files there call a function or method of its name at least
-once, and every such call, in any of them and in the module itself, runs with gradients off in its
-own file (:meth:`~gpulint.semantic.model.SemanticModel.gradients_off_at`), or right in the body of a
-function or method defined at the top of its module or of a class there, whose body runs inside
-each call of its name with that call's grad mode (:func:`_runs_as_called`: not async, a generator,
-decorated, a special method or ``forward``, a method a framework's base class calls itself, nor
-switching gradients on; the call not in a lambda or generator expression), that the project, in
-the same sense, calls only with gradients off: ``Trainer.test`` calling ``self.model.test(...)``, itself
+``__init__.py`` and not inside a folder with one), found in :data:`MAX_ENTRIES` folders and code
+files at most. A function counts as called only with gradients off when the files there call a
+function or method of its name at least once, and every such call, in any of them and in the module
+itself, runs with gradients off in its own file
+(:meth:`~gpulint.semantic.model.SemanticModel.gradients_off_at`), or right in the body of a function
+or method defined at the top of its module or of a class there, whose body runs inside each call of
+its name with that call's grad mode (:func:`_runs_as_called`: not async, a generator, decorated, a
+special method or ``forward``, a method a framework's base class calls itself, nor switching
+gradients on; the call not in a lambda or generator expression), that the project, in the same
+sense, calls only with gradients off: ``Trainer.test`` calling ``self.model.test(...)``, itself
 called under ``torch.no_grad()`` by ``train.py``, up to :data:`MAX_CALLER_DEPTH` callers deep. A
 call in the body of a function whose answer is being sought counts as off (reached only through
-calls of that name, it follows one that runs with gradients off, and they stay off down the
-calls), but at least one call along the way must run with them off itself: a chain of callers
-that nothing starts is no evidence. The function itself must run as called too. Any other mention of the
-name (``fn = trainer.sample``, a callback), a notebook that spells it, a file that spells it but
-cannot be read, parsed or analysed, a folder that cannot be listed, or a project too large to look
-through leaves it undecided: not so (and a result cached for the module stands while the module
-itself is unchanged).
+calls of that name, it follows one that runs with gradients off, and they stay off down the calls),
+but at least one call along the way must run with them off itself: a chain of callers that nothing
+starts is no evidence. The function itself must run as called too. Any other mention of the name
+(``fn = trainer.sample``, a callback), a notebook that spells it, a file that spells it but cannot
+be read, parsed or analysed, a folder that cannot be listed, or a project too large to look through
+leaves it undecided: not so (and a result cached for the module stands while the module itself is
+unchanged).
 
 What each file calls is read once per process (:class:`_CallIndex`, kept while the file's
 modification time and size stay the same), and so is each search folder's list of files (kept while
