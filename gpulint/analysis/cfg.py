@@ -31,9 +31,14 @@ NON_SUPPRESSING_CONTEXTS = frozenset({
     "torch.cpu.amp.autocast", "torch.cuda.device", "torch.cuda.stream", "torch.device",
     "torch.autograd.profiler.profile", "torch.autograd.profiler.record_function", "torch.profiler.profile",
     "torch.profiler.record_function", "torch.random.fork_rng", "torch.backends.cuda.sdp_kernel",
-    "torch.nn.attention.sdpa_kernel", "contextlib.nullcontext", "threading.Lock",
+    "torch.nn.attention.sdpa_kernel", "torch.autograd.detect_anomaly", "torch.autograd.set_detect_anomaly",
+    "contextlib.nullcontext", "threading.Lock", "tempfile.TemporaryDirectory", "warnings.catch_warnings",
+    "tqdm.tqdm", "tqdm.trange", "tqdm.auto.tqdm", "tqdm.auto.trange", "tqdm.notebook.tqdm",
+    "tqdm.notebook.trange", "tqdm.std.tqdm", "tqdm.std.trange",
 })
-"""Context managers known never to swallow exceptions."""
+"""Context managers known never to swallow exceptions (each one's ``__exit__`` returns nothing
+true): a progress bar around a training loop (``with tqdm(loader) as bar:``) no more hides an
+exception than ``open`` does. Checked against the installed libraries by the tests."""
 
 Body = Union[cst.BaseSuite, cst.Module]
 
