@@ -68,6 +68,26 @@ def test_an_argument_is_its_one_declarations_default():
     assert _strings(twice) == {f"{UNKNOWN}/x.pth"}
 
 
+def test_arguments_returned_by_a_helper_of_the_module_are_its_defaults():
+    source = textwrap.dedent(
+        """
+        import argparse
+        def parse_args():
+            parser = argparse.ArgumentParser()
+            parser.add_argument("--model_file", default="weights/resnet18-f37072fd.pth")
+            options = parser.parse_args()
+            return options
+        args = parse_args()
+        path = args.model_file
+        """
+    )
+    assert _strings(source) == {"weights/resnet18-f37072fd.pth"}
+    assert _strings(source.replace("return options", "return options if flag else fallback")) == {UNKNOWN}
+    assert _strings(source.replace("return options", "options = other\n    return options")) == {UNKNOWN}
+    assert _strings(source.replace("args = parse_args()", "args = parse_args(sys.argv)")) == {UNKNOWN}
+    assert _strings(source.replace("def parse_args", "@cache\ndef parse_args")) == {UNKNOWN}
+
+
 def test_a_name_extended_in_place_may_be_anything():
     source = """
         path = "model_zoo/x"

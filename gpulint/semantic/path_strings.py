@@ -270,12 +270,36 @@ class _Paths:
         default = next((keyword.value for keyword in declarations[0].keywords if keyword.arg == "default"), None)
         return self.strings(default, following, depth + 1) if default is not None else _UNKNOWN_ONLY
 
-    def _parsed_arguments(self, name: ast.Name) -> bool:
+    def _parsed_arguments(self, name: ast.Name, within: Optional[Function] = None) -> bool:
+        """Whether every binding of ``name`` is what ``parse_args()`` returns: the call itself, or
+        a call of a function of the module that returns only that (``args = parse_args()`` after
+        ``def parse_args(): ...; return parser.parse_args()``). ``within``: the function whose
+        local ``name`` is, when following such a helper's return."""
         binding = self.model.scope_at(name).resolve(name.id)
-        if binding.name in binding.scope.parameters:
+        if binding.name in binding.scope.parameters or (within is not None and binding.scope is not within.scope):
             return False
         stores = [use for use in self.model.uses(binding) if not isinstance(use.ctx, ast.Load)]
-        return bool(stores) and all(_parses_arguments(self._assigned_to(use)) for use in stores)
+        return bool(stores) and all(
+            _parses_arguments(value) or (within is None and self._returns_parsed_arguments(value))
+            for value in (self._assigned_to(use) for use in stores)
+        )
+
+    def _returns_parsed_arguments(self, value: Optional[ast.expr]) -> bool:
+        """``helper()``, a function of the module, not decorated, whose every ``return`` gives what
+        ``parse_args()`` returns, directly or through a local name bound only to it."""
+        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)) or value.args or value.keywords:
+            return False
+        helper = self.model.called_definition(value.func)
+        if helper is None or helper.node.decorator_list:
+            return False
+        returns = [
+            node.value for node in ast.walk(helper.node)
+            if isinstance(node, ast.Return) and self.model.innermost_function(node) is helper
+        ]
+        return bool(returns) and all(
+            _parses_arguments(returned) or (isinstance(returned, ast.Name) and self._parsed_arguments(returned, helper))
+            for returned in returns
+        )
 
     @staticmethod
     def _concatenation(parts: List[_Strings]) -> _Strings:
