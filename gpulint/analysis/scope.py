@@ -14,6 +14,7 @@ from gpulint.analysis.cfg import ControlFlowGraph, Step
 from gpulint.analysis.escapes import escaping_names
 from gpulint.analysis.names import NameResolver, QualifiedNames
 from gpulint.analysis.tensors import CRITERION_SUFFIXES, ModuleEvidence, TensorLikeness, dotted_name
+from gpulint.semantic.cpu_models import runs_on_the_cpu
 from gpulint.semantic.kept_loss_storage import storage_keeping_loss_calls
 from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.torch_api import MODULE_CONVERSIONS, WEIGHT_ATTRIBUTES, is_loss_module, is_module_constructor
@@ -74,6 +75,7 @@ class ScopeAnalysis:
         helper_outputs: FrozenSet[Tuple[int, int, int, int]] = frozenset(),
         storage_keeping_losses: Optional[FrozenSet[Tuple[int, int, int, int]]] = None,
         gradients_off_at: Optional[Callable[[int, int], bool]] = None,
+        runs_on_the_cpu_at: Optional[Callable[[Tuple[int, int, int, int]], bool]] = None,
     ) -> None:
         self.owner = owner
         self.node = node
@@ -100,13 +102,30 @@ class ScopeAnalysis:
         """Whether code at a place (line from 1, column from 0) always runs with gradients off (the
         semantic model's :meth:`~gpulint.semantic.model.SemanticModel.gradients_off_at`); None where
         that is unknown."""
-        self.tensors = TensorLikeness(self._qualified_names, modules, self._backward_names(), self.calls_helper_output)
+        self.runs_on_the_cpu_at = runs_on_the_cpu_at
+        """Whether the forward call at a span (lines and columns of its start and end) runs a model
+        the scope still holds on the CPU; None where that is unknown."""
+        self.tensors = TensorLikeness(
+            self._qualified_names, modules, self._backward_names(), self.calls_helper_output, self.runs_on_the_cpu,
+        )
         self._learn_tensor_names()
         self.holding = self._holding_tensors()
 
     def calls_helper_output(self, call: cst.Call) -> bool:
         """Whether ``call`` calls a function of the module that returns a forward output."""
         return self._func_span_in(call, self.helper_outputs)
+
+    def runs_on_the_cpu(self, call: cst.Call) -> bool:
+        """Whether ``call`` runs a model the scope still holds on the CPU: its outputs hold no
+        device memory, nor does what is computed from them (an operation that mixed them with
+        tensors on the device would raise)."""
+        if self.runs_on_the_cpu_at is None:
+            return False
+        code_range = self.owner.get_metadata(PositionProvider, call, None)
+        if code_range is None:
+            return False
+        start, end = code_range.start, code_range.end
+        return self.runs_on_the_cpu_at((start.line, start.column, end.line, end.column))
 
     def _func_span_in(self, call: cst.Call, spans: FrozenSet[Tuple[int, int, int, int]]) -> bool:
         if not spans:
@@ -515,6 +534,12 @@ class ScopeAnalyses:
         from the LibCST tree, where Python's own parser rejects the file)."""
         self._built: Dict[ScopeNode, ScopeAnalysis] = {}
 
+    def _runs_on_the_cpu_at(self, span: Tuple[int, int, int, int]) -> bool:
+        """Whether the semantic model's call at ``span`` runs a model held on the CPU."""
+        model = self.model
+        call = model.call_at(span) if model is not None else None
+        return model is not None and call is not None and runs_on_the_cpu(model, call)
+
     def of(self, owner: MetadataDependent, node: cst.CSTNode) -> Optional[ScopeAnalysis]:
         """The analysis of the scope ``node`` is in; None inside a class body or lambda."""
         scope_node = enclosing_scope_node(owner, node)
@@ -529,7 +554,8 @@ class ScopeAnalyses:
             helper_outputs = self.model.forward_output_calls if self.model is not None else frozenset()
             keeping = self.model.derived(storage_keeping_loss_calls) if self.model is not None else None
             gradients_off_at = self.model.gradients_off_at if self.model is not None else None
+            runs_on_the_cpu_at = self._runs_on_the_cpu_at if self.model is not None else None
             self._built[scope_node] = ScopeAnalysis(
-                owner, scope_node, names, self.modules, helper_outputs, keeping, gradients_off_at,
+                owner, scope_node, names, self.modules, helper_outputs, keeping, gradients_off_at, runs_on_the_cpu_at,
             )
         return self._built[scope_node]

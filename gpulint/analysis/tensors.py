@@ -164,12 +164,16 @@ class TensorLikeness:
         modules: Iterable[str],
         backward_names: Iterable[str],
         helper_output: Callable[[cst.Call], bool] = lambda call: False,
+        runs_on_the_cpu: Callable[[cst.Call], bool] = lambda call: False,
     ) -> None:
         self.qualified_names = qualified_names
         self.modules: FrozenSet[str] = frozenset(modules)
         self.helper_output = helper_output
         """Whether a call calls a function of the module that returns a forward output (from the
         semantic model's summaries)."""
+        self.runs_on_the_cpu = runs_on_the_cpu
+        """Whether a forward call runs a model the scope still holds on the CPU (the semantic
+        model's :func:`~gpulint.semantic.cpu_models.runs_on_the_cpu`)."""
         self.backward_names: FrozenSet[str] = frozenset(backward_names)
         self.names: Set[str] = set(self.backward_names)
 
@@ -301,7 +305,7 @@ class TensorLikeness:
                 return floating and not _names_cpu(device)
             return any(self.holds_device_memory(arg.value, holding) for arg in node.args)
         if self.is_module(func) or self.helper_output(node):
-            return True
+            return not self.runs_on_the_cpu(node)
         if isinstance(func, cst.Attribute):
             method = func.attr.value
             if method in RELEASING_METHODS or method in INDEX_RESULT_METHODS or (method == "to" and _moves_to_cpu(node)):
