@@ -160,7 +160,8 @@ def run(path):
     "the-seed-scenario": """
 def run(path):
     save_model(path)
-    model = nn.Linear(4, 2)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model = nn.Linear(4, 2).to(device)
     pretrained_model = torch.load(path, weights_only=False)
     pretrained_dict = pretrained_model.state_dict()
     model_dict = model.state_dict()
