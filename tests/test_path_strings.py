@@ -88,6 +88,28 @@ def test_arguments_returned_by_a_helper_of_the_module_are_its_defaults():
     assert _strings(source.replace("def parse_args", "@cache\ndef parse_args")) == {UNKNOWN}
 
 
+def test_looking_a_model_up_by_name_sets_no_attribute():
+    source = textwrap.dedent(
+        """
+        import argparse
+        import torchvision.models as models
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--arch", default="resnet18")
+        parser.add_argument("--weights", default="weights/resnet18-f37072fd.pth")
+        args = parser.parse_args()
+        model = models.__dict__[args.arch]()
+        path = args.weights
+        """
+    )
+    assert _strings(source) == {"weights/resnet18-f37072fd.pth"}
+    assert _strings(source.replace("model = models.__dict__[args.arch]()", "vars(args)['weights'] = 'runs/last.pth'")) == {UNKNOWN}
+    assert _strings(source.replace("model = models.__dict__[args.arch]()", "args.__dict__.update(other)")) == {UNKNOWN}
+    assert _strings(source.replace("model = models.__dict__[args.arch]()", "args.__dict__['weights'] = 'runs/last.pth'")) == {UNKNOWN}
+    assert _strings(source.replace("model = models.__dict__[args.arch]()", "model = vars(models)[args.arch]()")) == {
+        "weights/resnet18-f37072fd.pth"
+    }
+
+
 def test_a_name_extended_in_place_may_be_anything():
     source = """
         path = "model_zoo/x"

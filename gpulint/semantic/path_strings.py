@@ -249,12 +249,29 @@ class _Paths:
 
     def _sets_attributes_unseen(self) -> bool:
         """Whether the module may set an attribute by name: ``setattr``, ``vars(...)``,
-        ``__dict__``, or an argument parser's ``set_defaults``."""
+        ``__dict__``, or an argument parser's ``set_defaults``; not where ``vars(...)`` or
+        ``__dict__`` is only looked up in (``models.__dict__[args.arch]()``, as scripts pick a
+        torchvision model by name)."""
         return any(
-            (isinstance(node, ast.Name) and node.id in ATTRIBUTE_SETTERS)
-            or (isinstance(node, ast.Attribute) and node.attr in ATTRIBUTE_SETTERS)
+            ((isinstance(node, ast.Name) and node.id in ATTRIBUTE_SETTERS)
+             or (isinstance(node, ast.Attribute) and node.attr in ATTRIBUTE_SETTERS))
+            and not self._looked_up_in(node)
             for node in ast.walk(self.model.tree)
         )
+
+    def _looked_up_in(self, node: ast.AST) -> bool:
+        """Whether ``node`` is ``__dict__`` or ``vars`` read only to look a key up in:
+        ``obj.__dict__[key]`` or ``vars(obj)[key]``, read."""
+        mapping = node
+        if isinstance(node, ast.Name) and node.id == "vars":
+            call = self.model.parent(node)
+            if not (isinstance(call, ast.Call) and call.func is node):
+                return False
+            mapping = call
+        elif not (isinstance(node, ast.Attribute) and node.attr == "__dict__"):
+            return False
+        lookup = self.model.parent(mapping)
+        return isinstance(lookup, ast.Subscript) and lookup.value is mapping and isinstance(lookup.ctx, ast.Load)
 
     def _argument_default(self, node: ast.Attribute, following: FrozenSet[int], depth: int) -> _Strings:
         """``args.x`` where every binding of ``args`` is what ``parse_args()`` returns, nothing
