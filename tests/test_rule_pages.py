@@ -109,6 +109,7 @@ HOLDOUT_SETS = {
     "A forty-third held-out set": ("wild-holdout-43-first.json", "wild-holdout-43.json"),
     "A forty-fourth held-out set": ("wild-holdout-44-first.json", "wild-holdout-44.json"),
     "A forty-fifth held-out set": ("wild-holdout-45-first.json", "wild-holdout-45.json"),
+    "A forty-sixth held-out set": ("wild-holdout-46-first.json", "wild-holdout-46.json"),
 }
 HOLDOUT_FIGURES = r"the first measurement gave (?P<first>[^;]*); now (?P<now>[^.]*(?:\.\d+[^.]*)*)\."
 
