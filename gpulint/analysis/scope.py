@@ -121,20 +121,20 @@ class ScopeAnalysis:
         tensors on the device would raise)."""
         if self.runs_on_the_cpu_at is None:
             return False
-        code_range = self.owner.get_metadata(PositionProvider, call, None)
-        if code_range is None:
-            return False
-        start, end = code_range.start, code_range.end
-        return self.runs_on_the_cpu_at((start.line, start.column, end.line, end.column))
+        span = self._span(call)
+        return span is not None and self.runs_on_the_cpu_at(span)
 
     def _func_span_in(self, call: cst.Call, spans: FrozenSet[Tuple[int, int, int, int]]) -> bool:
-        if not spans:
-            return False
-        code_range = self.owner.get_metadata(PositionProvider, call.func, None)
+        return bool(spans) and self._span(call.func) in spans
+
+    def _span(self, node: cst.CSTNode) -> Optional[Tuple[int, int, int, int]]:
+        """Where ``node`` starts and ends (lines from 1, columns from 0), as the semantic model
+        gives spans; None where it has no position."""
+        code_range = self.owner.get_metadata(PositionProvider, node, None)
         if code_range is None:
-            return False
+            return None
         start, end = code_range.start, code_range.end
-        return (start.line, start.column, end.line, end.column) in spans
+        return start.line, start.column, end.line, end.column
 
     def _small_statements(self) -> List[cst.CSTNode]:
         return [step.node for step in self.graph.steps if isinstance(step.node, cst.BaseSmallStatement)]
