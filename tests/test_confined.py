@@ -118,7 +118,38 @@ STAYS = {
             for v in batches(valid, 8):  # here
                 print(net(v).mean().item())
     """,
-        "a name rebound by a with statement": """
+    "labels of a DataLoader's batches kept after it": """
+        from torch.utils.data import DataLoader
+
+        def f(root, kept):
+            dataset = ImageFolder(root)
+            loader = DataLoader(dataset, batch_size=8)
+            for i, (x, labels) in enumerate(loader):  # here
+                out = net(x)
+                kept.append(labels.reshape(-1))
+    """,
+    "a helper's count bound by a conditional expression, kept after it": """
+        def rightness(predictions, labels):
+            rights = predictions.data.argmax(1).eq(labels).sum()
+            rights = rights.cpu() if rights.is_cuda else rights
+            return rights, len(labels)
+
+        def f(valid, kept):
+            for x, y in valid:  # here
+                kept.append(rightness(net(x), y))
+    """,
+    "rebound in both branches of an if before it is read": """
+        def f(batches, valid, dice):
+            for x, y in batches:
+                for v in valid:  # here
+                    loss = crit(net(v), y)
+                if dice:
+                    loss = crit(net(x), y) + dice(net(x), y)
+                else:
+                    loss = crit(net(x), y)
+                loss.backward()
+    """,
+    "a name rebound by a with statement": """
         def f(valid):
             for x in valid:  # here
                 out = net(x)
@@ -128,6 +159,32 @@ STAYS = {
 }
 
 SEEN = {
+    "labels of a TensorDataset's batches kept after it": """
+        from torch.utils.data import DataLoader, TensorDataset
+
+        def f(features, targets, kept):
+            loader = DataLoader(TensorDataset(features, targets), batch_size=8)
+            for x, labels in loader:  # here
+                out = net(x)
+                kept.append(labels.reshape(-1))
+    """,
+    "a helper's output returned by one branch of a conditional expression": """
+        def scored(predictions, labels, raw):
+            return predictions if raw else predictions.argmax(1).eq(labels).sum()
+
+        def f(valid, kept):
+            for x, y in valid:  # here
+                kept.append(scored(net(x), y, False))
+    """,
+    "rebound in one branch of an if only before it is read": """
+        def f(batches, valid, dice):
+            for x, y in batches:
+                for v in valid:  # here
+                    loss = crit(net(v), y)
+                if dice:
+                    loss = crit(net(x), y) + dice(net(x), y)
+                loss.backward()
+    """,
     "given to a method that stores it where it is read with history": """
         class Runner:
             def score(self, out):

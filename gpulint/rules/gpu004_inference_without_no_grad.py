@@ -1008,9 +1008,16 @@ def _may_train_inside(model: SemanticModel, loop: ast.stmt, forward: List[ast.Ca
         if any(ast_dotted_name(argument) in models for argument in [*node.args, *(keyword.value for keyword in node.keywords)]):
             return True
         name = (ast_dotted_name(node.func) or "").rpartition(".")[2]
-        if name in GRAD_SWITCHES:
+        if name in GRAD_SWITCHES and not _switched_off(node):
             return True
     return False
+
+
+def _switched_off(switch: ast.Call) -> bool:
+    """Whether a switch of gradients is given a literal ``False`` (``x.requires_grad_(False)``,
+    ``torch.set_grad_enabled(False)``): it turns them off, never on."""
+    values = [*switch.args[:1], *(k.value for k in switch.keywords if k.arg in ("requires_grad", "mode"))]
+    return bool(values) and all(isinstance(v, ast.Constant) and v.value is False for v in values)
 
 
 def _may_train(function: cst.FunctionDef, models: Set[str], forward: Set[int]) -> bool:

@@ -27,12 +27,15 @@ from gpulint.semantic.scopes import COMPREHENSIONS, Binding
 from gpulint.semantic.survey import argument_values, own_nodes
 from gpulint.semantic.torch_api import (
     CLOCKS,
+    DATA_LOADER,
     DEVICE_KEEPING_TENSOR_METHODS,
     HISTORY_FREE_METHODS,
     LAYOUT_METHODS,
     NUMPY_PACKAGE,
     SUMMARY_WRITER_METHODS,
+    TENSOR_DATASET,
     TENSOR_METADATA_ATTRIBUTES,
+    TQDM,
     VALUE_BUILTINS,
     is_torch_tensor_function,
 )
@@ -91,6 +94,8 @@ class _Confinement:
         self.inside = list(own_nodes(region))
         self.inside_ids = {id(node) for node in self.inside}
         self._plain_names: Dict[Binding, bool] = {}
+        self._read_scopes = [self.scope]
+        """The region's scope, and the scopes of the functions whose returns are being read."""
         self._depth = 0
         self._positions: Dict[int, Dict[int, Tuple[List[ast.stmt], int]]] = {}
 
@@ -407,12 +412,22 @@ class _Confinement:
                 yield parent.value
             elif (isinstance(parent, ast.For) and parent.target is use and self._loops_over(parent.iter, "range")) or (
                 isinstance(parent, ast.Tuple) and parent.elts and parent.elts[0] is use and self._enumerated(parent)
-            ):
+            ) or self._drawn_from_a_data_loader(use):
                 yield COUNT
             elif isinstance(use.ctx, ast.Del):
                 continue
             else:
                 yield None
+
+    def _drawn_from_a_data_loader(self, use: ast.Name) -> bool:
+        """Whether ``use`` is (a part of) the target of a ``for`` loop over a ``DataLoader``
+        (``for i, (x, y) in enumerate(tqdm(loader))``): a batch the loader collates from its
+        dataset's examples, which carry no history (see :func:`_collates_without_history`)."""
+        node: ast.AST = use
+        parent = self.model.parent(node)
+        while isinstance(parent, (ast.Tuple, ast.List, ast.Starred)):
+            node, parent = parent, self.model.parent(parent)
+        return isinstance(parent, ast.For) and parent.target is node and _collates_without_history(self.model, parent.iter)
 
     def _enumerated(self, target: ast.Tuple) -> bool:
         """Whether ``target`` is the target of ``for i, x in enumerate(...)``, whose first element is
@@ -441,7 +456,9 @@ class _Confinement:
             return all(self._plain(element) for element in value.elts)
         if isinstance(value, ast.Name):
             binding = self.model.scope_at(value).resolve(value.id)
-            return binding.scope is self.scope and self._plain_binding(binding)
+            return any(binding.scope is scope for scope in self._read_scopes) and self._plain_binding(binding)
+        if isinstance(value, ast.IfExp):
+            return self._plain(value.body) and self._plain(value.orelse)
         if isinstance(value, ast.Attribute):
             return value.attr in TENSOR_METADATA_ATTRIBUTES or value.attr == "data"
         if isinstance(value, ast.Subscript):
@@ -479,9 +496,47 @@ class _Confinement:
             return False
         returns = [node for node in own_nodes(function.node.body) if isinstance(node, ast.Return)]
         self._depth += 1
+        self._read_scopes.append(function.scope)
         plain = bool(returns) and all(node.value is not None and self._plain(node.value) for node in returns)
+        self._read_scopes.pop()
         self._depth -= 1
         return plain
+
+
+def _collates_without_history(model: SemanticModel, iterable: ast.expr) -> bool:
+    """Whether iterating over ``iterable`` draws batches of a ``torch.utils.data.DataLoader``
+    (through ``enumerate`` and progress bars) whose dataset is no ``TensorDataset``: the dataset's
+    examples are read from data, and a batch collated from them holds no autograd history. A
+    ``TensorDataset`` serves slices of the tensors it is given, which may have some."""
+    while isinstance(iterable, ast.Call) and iterable.args and (
+        model.is_builtin(iterable.func, {"enumerate"}) or model.resolved_names(iterable.func) & TQDM
+    ):
+        iterable = iterable.args[0]
+    if isinstance(iterable, ast.Name):
+        values = list(_assigned_values(model, iterable))
+        return bool(values) and all(value is not None and _a_data_loader(model, value) for value in values)
+    return _a_data_loader(model, iterable)
+
+
+def _a_data_loader(model: SemanticModel, value: ast.expr) -> bool:
+    """``DataLoader(dataset, ...)`` with a dataset that is no ``TensorDataset``."""
+    if not (isinstance(value, ast.Call) and model.resolved_names(value.func) == {DATA_LOADER}):
+        return False
+    dataset = value.args[0] if value.args else next((k.value for k in value.keywords if k.arg == "dataset"), None)
+    if isinstance(dataset, ast.Name):
+        made = list(_assigned_values(model, dataset))
+        return bool(made) and all(isinstance(v, ast.Call) and TENSOR_DATASET not in model.resolved_names(v.func) for v in made)
+    return isinstance(dataset, ast.Call) and TENSOR_DATASET not in model.resolved_names(dataset.func)
+
+
+def _assigned_values(model: SemanticModel, name: ast.Name) -> Iterator[Optional[ast.expr]]:
+    """The value of every binding of the name ``name`` reads, in its scope; None for one that is
+    not a plain assignment to it alone."""
+    for use in model.uses(model.scope_at(name).resolve(name.id)):
+        if isinstance(use.ctx, ast.Load):
+            continue
+        statement = model.parent(use)
+        yield statement.value if isinstance(statement, ast.Assign) and statement.targets == [use] else None
 
 
 def _resets(statement: ast.AST, name: str) -> bool:
@@ -536,7 +591,13 @@ def _names(target: ast.expr) -> Set[str]:
 
 
 def _binds_plainly(statement: ast.AST, name: str) -> bool:
-    """Whether ``statement`` always binds ``name`` (an assignment, an import, a definition, a ``del``)."""
+    """Whether ``statement`` always binds ``name`` (an assignment, an import, a definition, a
+    ``del``, or an ``if`` whose every branch binds it in a statement of its own: ``if dice: loss =
+    ce + d`` / ``else: loss = ce``; a branch left early reaches nothing after the ``if``)."""
+    if isinstance(statement, ast.If):
+        return bool(statement.orelse) and all(
+            any(_binds_plainly(inner, name) for inner in branch) for branch in (statement.body, statement.orelse)
+        )
     if isinstance(statement, ast.Assign):
         return any(name in _names(target) for target in statement.targets)
     if isinstance(statement, ast.AnnAssign):
