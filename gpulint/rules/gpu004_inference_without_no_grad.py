@@ -181,11 +181,11 @@ class InferenceWithoutNoGrad(Rule):
         ``if __name__ == "__main__":`` block or whose module-level code parses the command line;
         nothing in the file trains or builds an optimizer, and it loads weights), a
         model the code binds and calls in a loop without ever setting its mode counts too, outside
-        classes. In code that trains, an evaluation loop counts on its own (:func:`_evaluation_loops`)."""
-        inference_only = (program or model.has_main_guard or model.parses_the_command_line) and model.loads_weights and not (
-            model.trains or model.builds_an_optimizer
-        )
-        if not inference_only and not model.method_calls("load_state_dict") and not any(
+        classes; so it does in the module-level code of any file that never trains and loads
+        weights (no caller can turn gradients off around it). In code that trains, an evaluation loop counts on its own (:func:`_evaluation_loops`)."""
+        never_trains = model.loads_weights and not (model.trains or model.builds_an_optimizer)
+        inference_only = never_trains and (program or model.has_main_guard or model.parses_the_command_line)
+        if not never_trains and not model.method_calls("load_state_dict") and not any(
             call.func.attr == "eval" or call.args for call in model.method_calls("eval", "train")
             if isinstance(call.func, ast.Attribute)
         ):
@@ -195,7 +195,10 @@ class InferenceWithoutNoGrad(Rule):
         for scope in facts.scopes:
             forward = scope.forward_calls
             program_calls = [call for call in scope.default_mode_calls if model.in_loop(call)] if (
-                inference_only and not scope.needs_gradients and (scope.function is None or scope.function.owner is None)
+                not scope.needs_gradients and (
+                    inference_only and (scope.function is None or scope.function.owner is None)
+                    or never_trains and scope.function is None
+                )
             ) else restored_calls(model, scope)
             if program_calls:
                 forward = sorted([*forward, *program_calls], key=lambda call: (call.lineno, call.col_offset))
