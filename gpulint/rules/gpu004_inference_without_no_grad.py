@@ -6,7 +6,7 @@ import ast
 import bisect
 import builtins
 from itertools import takewhile
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider
@@ -117,6 +117,20 @@ def restored_calls(model: SemanticModel, scope: ScopeFacts) -> List[ast.Call]:
         if model.in_loop(call) and model.place(forward_model(call)) in restored
         and not _may_train_inside(model, _outermost_loop(model, call), [call])
     ] if restored else []
+
+
+def _one_per_line(calls: List[cst.Call], line_of: Callable[[cst.Call], int]) -> List[cst.Call]:
+    """The first of the calls on each line: each forward pass is reported where it is written
+    (``encoder(x)`` and then ``decoder(memory)``), one finding per line, as a line's ``noqa``
+    silences them."""
+    lines: Set[int] = set()
+    chosen = []
+    for call in calls:
+        line = line_of(call)
+        if line not in lines:
+            lines.add(line)
+            chosen.append(call)
+    return chosen
 
 
 def _outermost_loop(model: SemanticModel, node: ast.AST) -> ast.stmt:
@@ -313,7 +327,8 @@ class InferenceWithoutNoGrad(Rule):
                 fix = self._statement_fix(first, model.span(wrapped[0])[:2], wrapped[1])
             else:
                 fix = self._fix(scope, calls)
-            self.report(first, message.format(model=_model(first)), fix)
+            for call in _one_per_line(calls, lambda node: self.get_metadata(PositionProvider, node).start.line):
+                self.report(call, message.format(model=_model(call)), fix)
 
     def _ast_calls(self, calls: List[cst.Call]) -> Iterator[ast.Call]:
         """The semantic model's calls for these forward calls."""
