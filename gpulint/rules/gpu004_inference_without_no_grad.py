@@ -303,16 +303,7 @@ class InferenceWithoutNoGrad(Rule):
             if not calls:
                 continue
             first = calls[0]
-            code_range = self.get_metadata(PositionProvider, first.func)
-            span = (code_range.start.line, code_range.start.column, code_range.end.line, code_range.end.column)
             scope, _, wrapped = self.found_candidates[key]
-            if wrapped is not None and wrapped[1] == SAMPLED_IN_TRAINING:
-                message = self.sampled_message
-            else:
-                message = (
-                    self.restored_message if span in self.restored
-                    else self.inference_program_message if span in self.default_mode else self.message
-                )
             if registers_hooks(model):
                 fix: FixOutcome = NoFix(HOOKS_KEEP_OUTPUTS)
             elif _registers_tensor_hooks(model, self.context.path):
@@ -328,7 +319,18 @@ class InferenceWithoutNoGrad(Rule):
             else:
                 fix = self._fix(scope, calls)
             for call in _one_per_line(calls, lambda node: self.get_metadata(PositionProvider, node).start.line):
-                self.report(call, message.format(model=_model(call)), fix)
+                self.report(call, self._message(call, wrapped).format(model=_model(call)), fix)
+
+    def _message(self, call: cst.Call, wrapped: Optional[Tuple[ast.stmt, str]]) -> str:
+        """The message for one forward call: a sample taken in training, a pass of a model whose
+        weights the function restores, one of an inference-only program's, or one in evaluation mode."""
+        if wrapped is not None and wrapped[1] == SAMPLED_IN_TRAINING:
+            return self.sampled_message
+        code_range = self.get_metadata(PositionProvider, call.func)
+        span = (code_range.start.line, code_range.start.column, code_range.end.line, code_range.end.column)
+        if span in self.restored:
+            return self.restored_message
+        return self.inference_program_message if span in self.default_mode else self.message
 
     def _ast_calls(self, calls: List[cst.Call]) -> Iterator[ast.Call]:
         """The semantic model's calls for these forward calls."""

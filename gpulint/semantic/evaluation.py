@@ -22,7 +22,8 @@ from gpulint.semantic.model import Function, GradientWalker, Place, SemanticMode
 from gpulint.semantic.survey import ast_dotted_name, forward_model, is_false_constant, module_of, own_nodes
 from gpulint.semantic.frozen import frozen_models
 from gpulint.semantic.torch_api import (
-    FORWARD_METHODS, HISTORY_FREE_METHODS, MODULE_API, MODULE_CALL_METHOD, MODULE_RETURNING_METHODS, is_loss_module,
+    FORWARD_METHODS, HISTORY_FREE_METHODS, MODULE_API, MODULE_CALL_METHOD, MODULE_RETURNING_METHODS, PARAMETER_FREE_LAYERS,
+    is_loss_module, nn_class_name,
 )
 
 MODE_PRESERVING = MODULE_RETURNING_METHODS - {"train"}
@@ -216,7 +217,7 @@ class _Walk(GradientWalker):
                 if place is not None:
                     self.facts.frozen.add(place)
         for target in node.targets:
-            if isinstance(target, ast.Name) and target.id in self.model.modules and not (self._pipeline(value) or self._loss(value)):
+            if isinstance(target, ast.Name) and target.id in self.model.modules and not (self._pipeline(value) or self._weightless(value)):
                 place = self.model.place(target)
                 if place is not None:
                     self.stack[-1].models.add(place)
@@ -252,12 +253,15 @@ class _Walk(GradientWalker):
         name = (ast_dotted_name(func) or "").split(".")[-1]
         return name.endswith(PIPELINE_SUFFIX) or bool(self.model.resolved_names(built.func) & PIPELINE_FACTORIES)
 
-    def _loss(self, value: ast.expr) -> bool:
-        """A torch loss module (``nn.CrossEntropyLoss(reduction="none")``): it holds no weights, so
-        the graph of what it computes is only that of its inputs, made by the model run before it
-        (under ``torch.no_grad()`` in a perplexity script). Calling it is no model's forward pass."""
+    def _weightless(self, value: ast.expr) -> bool:
+        """A torch loss module (``nn.CrossEntropyLoss(reduction="none")``) or a ``torch.nn`` layer
+        without weights (``nn.Softmax(dim=1)``): it holds none, so the graph of what it computes is
+        only that of its inputs, made by the model run before it (under ``torch.no_grad()`` in a
+        perplexity script). Calling it is no model's forward pass."""
         built = module_of(value, MODE_PRESERVING)
-        return isinstance(built, ast.Call) and any(is_loss_module(q) for q in self.model.qualified_names(built.func))
+        return isinstance(built, ast.Call) and any(
+            is_loss_module(q) or nn_class_name(q) in PARAMETER_FREE_LAYERS for q in self.model.qualified_names(built.func)
+        )
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if node.attr in DETACHING:
