@@ -119,6 +119,15 @@ def restored_calls(model: SemanticModel, scope: ScopeFacts) -> List[ast.Call]:
     ] if restored else []
 
 
+def _beside_weighted_models(model: SemanticModel, facts: EvaluationFacts, calls: List[ast.Call]) -> List[ast.Call]:
+    """The calls, less those of layers without weights (``softmax(logits)``) where a model with
+    weights is called beside them: such a layer records only its input's graph, which that model's
+    reported call made. Where no such call is seen (the input comes from a generator's bound
+    ``decode``), the layer's call is where the graph shows, and it stays."""
+    weighted = [call for call in calls if model.place(call.func) not in facts.weightless]
+    return weighted or calls
+
+
 def _one_per_line(calls: List[cst.Call], line_of: Callable[[cst.Call], int]) -> List[cst.Call]:
     """The first of the calls on each line: each forward pass is reported where it is written
     (``encoder(x)`` and then ``decoder(memory)``), one finding per line, as a line's ``noqa``
@@ -216,10 +225,10 @@ class InferenceWithoutNoGrad(Rule):
             ) else restored_calls(model, scope)
             if program_calls:
                 forward = sorted([*forward, *program_calls], key=lambda call: (call.lineno, call.col_offset))
-            calls = [
+            calls = _beside_weighted_models(model, facts, [
                 call for call in forward
                 if _builds_a_graph_on_the_gpu(model, facts, call) and not _a_shape_check(model, call) and not on_tiny_images(model, call)
-            ]
+            ])
             if not calls or (scope.function is not None and (
                 scope.function in model.runs_without_grad or _forward_of_a_model(model, scope.function)
                 or _only_handed_over(model, scope.function) or called_back_without_grad(model, scope.function)

@@ -101,6 +101,9 @@ class EvaluationFacts:
         the code turns into numpy arrays without detaching them (which raises on a tensor that
         requires grad: the model's weights need none), unless it detaches them elsewhere
         (:attr:`ScopeFacts.detached`)."""
+        self.weightless: Set[Place] = set()
+        """Names bound to a ``torch.nn`` layer without weights (``softmax = nn.Softmax(dim=1)``):
+        what one computes carries only the graph of its input."""
         self.class_modes: Dict[Place, List[bool]] = {}
         """``self.<attr>`` of a class -> each mode its methods put it in."""
         _Walk(self).run()
@@ -217,10 +220,12 @@ class _Walk(GradientWalker):
                 if place is not None:
                     self.facts.frozen.add(place)
         for target in node.targets:
-            if isinstance(target, ast.Name) and target.id in self.model.modules and not (self._pipeline(value) or self._weightless(value)):
+            if isinstance(target, ast.Name) and target.id in self.model.modules and not (self._pipeline(value) or self._loss(value)):
                 place = self.model.place(target)
                 if place is not None:
                     self.stack[-1].models.add(place)
+                    if self._weightless_layer(value):
+                        self.facts.weightless.add(place)
         if self._copy_in_evaluation(value) or (
             isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "eval"
         ):
@@ -253,14 +258,18 @@ class _Walk(GradientWalker):
         name = (ast_dotted_name(func) or "").split(".")[-1]
         return name.endswith(PIPELINE_SUFFIX) or bool(self.model.resolved_names(built.func) & PIPELINE_FACTORIES)
 
-    def _weightless(self, value: ast.expr) -> bool:
-        """A torch loss module (``nn.CrossEntropyLoss(reduction="none")``) or a ``torch.nn`` layer
-        without weights (``nn.Softmax(dim=1)``): it holds none, so the graph of what it computes is
-        only that of its inputs, made by the model run before it (under ``torch.no_grad()`` in a
-        perplexity script). Calling it is no model's forward pass."""
+    def _loss(self, value: ast.expr) -> bool:
+        """A torch loss module (``nn.CrossEntropyLoss(reduction="none")``): it holds no weights, so
+        the graph of what it computes is only that of its inputs, made by the model run before it
+        (under ``torch.no_grad()`` in a perplexity script). Calling it is no model's forward pass."""
+        built = module_of(value, MODE_PRESERVING)
+        return isinstance(built, ast.Call) and any(is_loss_module(q) for q in self.model.qualified_names(built.func))
+
+    def _weightless_layer(self, value: ast.expr) -> bool:
+        """A ``torch.nn`` layer without weights (``nn.Softmax(dim=1)``, ``nn.Upsample(...)``)."""
         built = module_of(value, MODE_PRESERVING)
         return isinstance(built, ast.Call) and any(
-            is_loss_module(q) or nn_class_name(q) in PARAMETER_FREE_LAYERS for q in self.model.qualified_names(built.func)
+            nn_class_name(q) in PARAMETER_FREE_LAYERS for q in self.model.qualified_names(built.func)
         )
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
