@@ -14,7 +14,10 @@ parameter); a container the loop fills with one is local only when the loop bind
 (``kept = []``) and nothing after the loop reads it. Values that carry no history are read
 by their syntax: constants, Python numbers (``.item()``, ``float(...)``, ``len(...)``), shapes,
 comparisons, indices and masks (``argmax``, ``eq``), detached tensors, arithmetic of those, torch's
-functions of those (``torch.sum(preds == labels)``), numpy's functions, and names bound only to those in the scope.
+functions of those (``torch.sum(preds == labels)``), numpy's functions, batches drawn from a
+``DataLoader`` over no ``TensorDataset``, what a function of the module returns when each of its
+returns is such a value (read through its own names and conditional expressions), and names bound
+only to those in the scope.
 """
 
 from __future__ import annotations
