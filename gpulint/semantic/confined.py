@@ -25,20 +25,18 @@ from __future__ import annotations
 import ast
 from typing import Callable, Dict, Iterator, List, Optional, Set, Tuple, cast
 
+from gpulint.semantic.loaders import batches_without_history
 from gpulint.semantic.model import Function, SemanticModel
 from gpulint.semantic.scopes import COMPREHENSIONS, Binding
 from gpulint.semantic.survey import argument_values, own_nodes
 from gpulint.semantic.torch_api import (
     CLOCKS,
-    DATA_LOADER,
     DEVICE_KEEPING_TENSOR_METHODS,
     HISTORY_FREE_METHODS,
     LAYOUT_METHODS,
     NUMPY_PACKAGE,
     SUMMARY_WRITER_METHODS,
-    TENSOR_DATASET,
     TENSOR_METADATA_ATTRIBUTES,
-    TQDM,
     VALUE_BUILTINS,
     is_torch_tensor_function,
 )
@@ -425,12 +423,12 @@ class _Confinement:
     def _drawn_from_a_data_loader(self, use: ast.Name) -> bool:
         """Whether ``use`` is (a part of) the target of a ``for`` loop over a ``DataLoader``
         (``for i, (x, y) in enumerate(tqdm(loader))``): a batch the loader collates from its
-        dataset's examples, which carry no history (see :func:`_collates_without_history`)."""
+        dataset's examples, which carry no history (:func:`~gpulint.semantic.loaders.batches_without_history`)."""
         node: ast.AST = use
         parent = self.model.parent(node)
         while isinstance(parent, (ast.Tuple, ast.List, ast.Starred)):
             node, parent = parent, self.model.parent(parent)
-        return isinstance(parent, ast.For) and parent.target is node and _collates_without_history(self.model, parent.iter)
+        return isinstance(parent, ast.For) and parent.target is node and batches_without_history(self.model, parent.iter)
 
     def _enumerated(self, target: ast.Tuple) -> bool:
         """Whether ``target`` is the target of ``for i, x in enumerate(...)``, whose first element is
@@ -504,42 +502,6 @@ class _Confinement:
         self._read_scopes.pop()
         self._depth -= 1
         return plain
-
-
-def _collates_without_history(model: SemanticModel, iterable: ast.expr) -> bool:
-    """Whether iterating over ``iterable`` draws batches of a ``torch.utils.data.DataLoader``
-    (through ``enumerate`` and progress bars) whose dataset is no ``TensorDataset``: the dataset's
-    examples are read from data, and a batch collated from them holds no autograd history. A
-    ``TensorDataset`` serves slices of the tensors it is given, which may have some."""
-    while isinstance(iterable, ast.Call) and iterable.args and (
-        model.is_builtin(iterable.func, {"enumerate"}) or model.resolved_names(iterable.func) & TQDM
-    ):
-        iterable = iterable.args[0]
-    if isinstance(iterable, ast.Name):
-        values = list(_assigned_values(model, iterable))
-        return bool(values) and all(value is not None and _a_data_loader(model, value) for value in values)
-    return _a_data_loader(model, iterable)
-
-
-def _a_data_loader(model: SemanticModel, value: ast.expr) -> bool:
-    """``DataLoader(dataset, ...)`` with a dataset that is no ``TensorDataset``."""
-    if not (isinstance(value, ast.Call) and model.resolved_names(value.func) == {DATA_LOADER}):
-        return False
-    dataset = value.args[0] if value.args else next((k.value for k in value.keywords if k.arg == "dataset"), None)
-    if isinstance(dataset, ast.Name):
-        made = list(_assigned_values(model, dataset))
-        return bool(made) and all(isinstance(v, ast.Call) and TENSOR_DATASET not in model.resolved_names(v.func) for v in made)
-    return isinstance(dataset, ast.Call) and TENSOR_DATASET not in model.resolved_names(dataset.func)
-
-
-def _assigned_values(model: SemanticModel, name: ast.Name) -> Iterator[Optional[ast.expr]]:
-    """The value of every binding of the name ``name`` reads, in its scope; None for one that is
-    not a plain assignment to it alone."""
-    for use in model.uses(model.scope_at(name).resolve(name.id)):
-        if isinstance(use.ctx, ast.Load):
-            continue
-        statement = model.parent(use)
-        yield statement.value if isinstance(statement, ast.Assign) and statement.targets == [use] else None
 
 
 def _resets(statement: ast.AST, name: str) -> bool:

@@ -21,9 +21,10 @@ import ast
 import builtins
 from typing import Dict, Iterator, List, Optional, Set, Tuple
 
+from gpulint.semantic.loaders import dataset_of, passes_through
 from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.survey import own_nodes, position
-from gpulint.semantic.torch_api import DATA_LOADER, DEVICE_MOVES, TENSOR_DATASET, TQDM
+from gpulint.semantic.torch_api import DATA_LOADER, DEVICE_MOVES, TENSOR_DATASET
 
 def fed_to_computation_as_loaded(model: SemanticModel, call: ast.Call) -> bool:
     """Whether a data loader hands what ``call`` loads, unmoved, to a call in a loop over it."""
@@ -43,7 +44,7 @@ def _loaders_of(model: SemanticModel, call: ast.Call) -> Iterator[ast.Call]:
             (argument.value if isinstance(argument, ast.Starred) else argument) is dataset for argument in parent.args
         ):
             dataset, parent = parent, _call_around(model, parent)
-        if isinstance(parent, ast.Call) and _dataset_of(parent) is dataset and model.resolved_names(parent.func) == {DATA_LOADER}:
+        if isinstance(parent, ast.Call) and dataset_of(parent) is dataset and model.resolved_names(parent.func) == {DATA_LOADER}:
             yield parent
 
 
@@ -51,12 +52,6 @@ def _call_around(model: SemanticModel, argument: ast.expr) -> Optional[ast.AST]:
     """The call ``argument`` is given to, by position, ``*`` or keyword."""
     parent = model.parent(argument)
     return model.parent(parent) if isinstance(parent, (ast.keyword, ast.Starred)) else parent
-
-
-def _dataset_of(loader: ast.Call) -> Optional[ast.expr]:
-    if loader.args:
-        return None if isinstance(loader.args[0], ast.Starred) else loader.args[0]
-    return next((keyword.value for keyword in loader.keywords if keyword.arg == "dataset"), None)
 
 
 def _feeds_unmoved_batches(model: SemanticModel, loader: ast.Call) -> bool:
@@ -74,10 +69,7 @@ def _loop_over(model: SemanticModel, read: ast.Name) -> Optional[ast.For]:
     """The ``for`` loop over ``read``, or over ``enumerate`` or a ``tqdm`` progress bar of it."""
     iterated: ast.expr = read
     parent = model.parent(read)
-    while isinstance(parent, ast.Call) and parent.args and parent.args[0] is iterated and (
-        (isinstance(parent.func, ast.Name) and model.is_builtin(parent.func, {"enumerate"}))
-        or model.resolved_names(parent.func) & TQDM
-    ):
+    while isinstance(parent, ast.Call) and passes_through(model, parent) and parent.args[0] is iterated:
         iterated, parent = parent, model.parent(parent)
     return parent if isinstance(parent, ast.For) and parent.iter is iterated else None
 
