@@ -706,3 +706,18 @@ def test_storage_keeping_loss_functions_are_those_the_keeping_classes_call():
         loss = getattr(torch.nn.functional, function)(*inputs)
         loss.backward()
         assert loss.untyped_storage().nbytes() >= inputs[0].numel() * inputs[0].element_size()
+
+
+def test_accelerator_move_methods_are_methods_of_tensors_and_modules():
+    for name in torch_api.ACCELERATOR_MOVE_METHODS:
+        assert callable(getattr(torch.Tensor, name, None)) and callable(getattr(nn.Module, name, None)), name
+
+
+def test_allocation_free_cuda_functions_resolve_in_torch_cuda():
+    assert all(q.startswith(torch_api.CUDA_NAMESPACE) for q in torch_api.ALLOCATION_FREE_CUDA_FUNCTIONS)
+    assert sorted(q for q in torch_api.ALLOCATION_FREE_CUDA_FUNCTIONS if not _resolves(q)) == []
+
+
+def test_torch_dtypes_are_dtypes():
+    for qualified in torch_api.TORCH_DTYPES:
+        assert isinstance(getattr(torch, qualified.split(".", 1)[1]), torch.dtype), qualified

@@ -15,6 +15,7 @@ from gpulint.analysis.escapes import escaping_names
 from gpulint.analysis.names import NameResolver, QualifiedNames
 from gpulint.analysis.tensors import CRITERION_SUFFIXES, ModuleEvidence, TensorLikeness, dotted_name
 from gpulint.semantic.cpu_models import runs_on_the_cpu
+from gpulint.semantic.fabricated_inputs import given_only_cpu_fabrications
 from gpulint.semantic.kept_loss_storage import storage_keeping_loss_calls
 from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.torch_api import MODULE_CONVERSIONS, WEIGHT_ATTRIBUTES, is_loss_module, is_module_constructor
@@ -535,10 +536,14 @@ class ScopeAnalyses:
         self._built: Dict[ScopeNode, ScopeAnalysis] = {}
 
     def _runs_on_the_cpu_at(self, span: Tuple[int, int, int, int]) -> bool:
-        """Whether the semantic model's call at ``span`` runs a model held on the CPU."""
+        """Whether the semantic model's call at ``span`` runs on the CPU: a model held there, or any
+        model given only tensors the code makes up there (:func:`given_only_cpu_fabrications`: a
+        shape probe, which a model on the GPU would reject)."""
         model = self.model
         call = model.call_at(span) if model is not None else None
-        return model is not None and call is not None and runs_on_the_cpu(model, call)
+        return model is not None and call is not None and (
+            runs_on_the_cpu(model, call) or given_only_cpu_fabrications(model, call)
+        )
 
     def of(self, owner: MetadataDependent, node: cst.CSTNode) -> Optional[ScopeAnalysis]:
         """The analysis of the scope ``node`` is in; None inside a class body or lambda."""

@@ -17,6 +17,7 @@ from gpulint.analysis.cfg import Step
 from gpulint.engine.diagnostics import Applicability, FixOutcome, NoFix
 from gpulint.engine.rule import FixAvailability, Rule
 from gpulint.semantic.class_scores import class_scores, reduced_rows_of
+from gpulint.semantic.cpu_device import keeps_everything_on_the_cpu
 from gpulint.semantic.torch_api import AUTOGRAD_ENTRY_POINTS, EMPTY_CACHE
 
 
@@ -286,7 +287,7 @@ class EmptyCacheWithLiveReferences(Rule):
         if not names or not names <= EMPTY_CACHE:
             return
         statement = self.get_metadata(ParentNodeProvider, node)
-        if not (isinstance(statement, cst.Expr) and statement.value is node):
+        if not (isinstance(statement, cst.Expr) and statement.value is node) or self._keeps_everything_on_the_cpu:
             return
         analysis = self.context.analyses.of(self, node)
         step = analysis.step_of(statement) if analysis else None
@@ -344,6 +345,13 @@ class EmptyCacheWithLiveReferences(Rule):
         if found <= analysis.backpropagated_before(step):
             return []
         return analysis.in_binding_order(found)
+
+    @functools.cached_property
+    def _keeps_everything_on_the_cpu(self) -> bool:
+        """Whether the module puts whatever it places on the CPU (:func:`keeps_everything_on_the_cpu`:
+        ``device = "cpu"`` and every move naming it), where the cache holds nothing of its own."""
+        model = self.context.model
+        return model is not None and model.derived(keeps_everything_on_the_cpu)
 
     @functools.cached_property
     def _class_scores(self) -> FrozenSet[str]:

@@ -581,6 +581,27 @@ DEVICE_TAKING_MAKERS = NUMBER_FACTORIES | frozenset(
 device=device)``): ``semantic.run_as_loaded`` reads one given a device as an input made there."""
 DEFAULT_DEVICE_SETTERS = frozenset({"torch.set_default_device", "torch.set_default_tensor_type"})
 """Functions that make torch's factories allocate on another device (``torch.set_default_device("cuda")``)."""
+ACCELERATOR_MOVE_METHODS = frozenset({"cuda", "xpu", "ipu", "mtia"})
+"""Methods of tensors and modules that put them on an accelerator whatever their arguments say."""
+CUDA_NAMESPACE = "torch.cuda."
+ALLOCATION_FREE_CUDA_FUNCTIONS = frozenset({
+    f"torch.cuda.{name}" for name in (
+        "empty_cache", "is_available", "synchronize", "device_count", "manual_seed", "manual_seed_all",
+        "memory_allocated", "memory_reserved", "max_memory_allocated", "max_memory_reserved", "memory_summary",
+        "reset_peak_memory_stats", "ipc_collect", "get_device_name",
+    )
+} | {"torch.cuda.memory.empty_cache"})
+"""Functions of ``torch.cuda`` that put nothing of the program's on the GPU: cache and memory
+statistics, availability, seeding."""
+TORCH_DTYPES = frozenset({
+    f"torch.{name}" for name in (
+        "float", "float16", "float32", "float64", "half", "bfloat16", "double", "long", "int64", "int", "int32",
+        "int16", "short", "int8", "uint8", "bool", "complex64", "complex128",
+    )
+})
+"""torch's dtypes: ``x.to(torch.float32)`` converts, moving nothing."""
+PLACING_LIBRARIES = frozenset({"lightning", "pytorch_lightning", "accelerate", "deepspeed"})
+"""Libraries whose trainers put the model on an accelerator by themselves."""
 TENSOR_NEW_METHODS = frozenset({"new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"})
 """Tensor methods that make a new tensor, on the device their ``device`` argument says (else the
 receiver's)."""
