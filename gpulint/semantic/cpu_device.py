@@ -99,4 +99,6 @@ def _names_the_cpu(model: SemanticModel, place: ast.expr, seen: FrozenSet[str] =
     if binding.name in binding.scope.parameters or model.bound_otherwise(binding):
         return False
     values = model.plain_assignments(binding)
-    return bool(values) and all(_names_the_cpu(model, value, seen | {place.id}) for value in values)
+    if not values:
+        return False
+    return all(_names_the_cpu(model, value, seen | {place.id}) for value in values)
