@@ -415,7 +415,7 @@ class EmptyCacheWithLiveReferences(Rule):
         if loop is None or start is None:
             return False
         later = [self._start(item) for item in _run_by_every_pass(loop.body) if _frees_a_graph(self, item)]
-        return any(backward is not None and backward > start for backward in later) and self._fresh(statement, loop, value)
+        return any(backward is not None and backward > start for backward in later) and self._fresh(analysis, statement, loop, value)
 
     def _bound_only_where_not_run(self, analysis: ScopeAnalysis, step: Step, name: str) -> bool:
         """Whether every binding of ``name`` in the scope lies in one branch of an ``if`` on a steady
@@ -496,25 +496,28 @@ class EmptyCacheWithLiveReferences(Rule):
         position = self.get_metadata(PositionProvider, statement, None)
         if loop is None or position is None or not model.gradients_off_at(position.start.line, position.start.column):
             return False
-        return self._fresh(statement, loop, value)
+        return self._fresh(analysis, statement, loop, value)
 
-    def _fresh(self, statement: cst.CSTNode, loop: Union[cst.For, cst.While], value: cst.BaseExpression) -> bool:
+    def _fresh(
+        self, analysis: ScopeAnalysis, statement: cst.CSTNode, loop: Union[cst.For, cst.While], value: cst.BaseExpression,
+    ) -> bool:
         """Whether ``value`` carries nothing from one pass of ``loop`` to the next: every name it
         reads that the loop also assigns is bound anew earlier in the same pass, on every path, by
         the loop's target or by assignments whose values are fresh in turn (``output, aux =
         output`` after ``output = model(x)``; not ``outputs = torch.cat([outputs, output])``, nor
         ``total = running`` after ``running = total + output``, nor a read after ``output +=
-        total`` or after a branch that may add ``total`` in, which carry every pass forward).
+        total`` or after a branch that may add ``total`` in, which carry every pass forward). A
+        module's forward pass (``model(data)``) makes its output afresh whatever it is given.
         Decided once per value."""
         if id(value) not in self._fresh_values:
             self._fresh_values[id(value)] = False
-            carried = _stored_names(loop.body)
+            carried = set() if isinstance(value, cst.Call) and analysis.tensors.is_module(value.func) else _stored_names(loop.body)
             fresh = True
             for read in _names_read(value) & carried:
                 bindings = self._bound_earlier_in_the_pass(statement, loop, read)
                 if bindings is None or not all(
                     isinstance(earlier, (cst.For, cst.While))
-                    or self._fresh(self.get_metadata(ParentNodeProvider, earlier, statement), loop, earlier)
+                    or self._fresh(analysis, self.get_metadata(ParentNodeProvider, earlier, statement), loop, earlier)
                     for earlier in bindings
                 ):
                     fresh = False
