@@ -308,27 +308,20 @@ class AccumulatedAutogradHistory(Rule):
             return False
         return model.gradients_off_at(code_range.start.line, code_range.start.column)
 
-    def _carries_history(
-        self, value: cst.BaseExpression, loop: cst.CSTNode, analysis: ScopeAnalysis, at: cst.CSTNode, depth: int = 0,
-    ) -> bool:
+    def _carries_history(self, value: cst.BaseExpression, loop: cst.CSTNode, analysis: ScopeAnalysis, at: cst.CSTNode) -> bool:
         """A name ``.backward()`` is called on inside the loop (or a part of that loss unpacked beside
         it: :func:`~gpulint.semantic.history.loss_parts`), or the output of a module, a criterion
         or a ``torch.nn.functional`` function computed with gradients on, still bound here; or
-        arithmetic or a reduction of one (``torch.mean(loss) / n``, ``criterion(out, y).sum()``), or
-        a torch function or tensor method that computes from one (``torch.squeeze(out, 0)``,
-        ``out.view(-1)``, ``out.sigmoid()``; not ``out.argmax(1)``), also through the names it is
-        bound to."""
-        if depth > MAX_HISTORY_DEPTH:
-            return False
+        arithmetic or a reduction of one (``torch.mean(loss) / n``, ``criterion(out, y).sum()``)."""
         reduced = self._reduced(value) if isinstance(value, cst.Call) else None
         if reduced is not None:
-            return self._carries_history(reduced, loop, analysis, at, depth)
+            return self._carries_history(reduced, loop, analysis, at)
         if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, ARITHMETIC):
-            return self._carries_history(value.left, loop, analysis, at, depth) or self._carries_history(value.right, loop, analysis, at, depth)
+            return self._carries_history(value.left, loop, analysis, at) or self._carries_history(value.right, loop, analysis, at)
         if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
-            return self._carries_history(value.expression, loop, analysis, at, depth)
+            return self._carries_history(value.expression, loop, analysis, at)
         if isinstance(value, cst.Call):
-            return self._graph_producing(value, analysis) or self._computed_from_history(value, loop, analysis, depth)
+            return self._graph_producing(value, analysis)
         if not isinstance(value, cst.Name):
             return False
         name = value.value
@@ -348,19 +341,8 @@ class AccumulatedAutogradHistory(Rule):
             return False
         with_history = analysis.holding_before(
             step, lambda bound, bound_value: self._binds_history(bound, bound_value, backward_in_loop, analysis)
-            or (isinstance(bound_value, cst.Call) and self._computed_from_history(bound_value, loop, analysis, depth))
         )
         return name in with_history
-
-    def _computed_from_history(self, call: cst.Call, loop: cst.CSTNode, analysis: ScopeAnalysis, depth: int) -> bool:
-        """A torch function or tensor method call computed from a value that carries history
-        (:meth:`_operands`), with gradients on where it runs."""
-        if _detached(call) or analysis.tensors.releases(call) or self._grad_off(call):
-            return False
-        operands = self._operands(call, analysis)
-        return bool(operands) and any(
-            self._carries_history(operand, loop, analysis, call, depth + 1) for operand in operands or ()
-        )
 
     def _reduced(self, call: cst.Call) -> Optional[cst.BaseExpression]:
         """:func:`~gpulint.semantic.history.reduced_value` on libcst's tree."""

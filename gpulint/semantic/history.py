@@ -20,11 +20,7 @@ from gpulint.semantic.frozen import frozen_models
 from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.survey import argument_values, ast_dotted_name, module_of, own_nodes
 from gpulint.semantic.torch_api import (
-    BINARY_TENSOR_METHODS,
-    DEVICE_KEEPING_TENSOR_METHODS,
-    ELEMENTWISE_METHODS,
     FUNCTIONAL_NAMESPACE,
-    HISTORY_FREE_METHODS,
     LAYOUT_METHODS,
     REDUCTIONS,
     TORCH_PACKAGE,
@@ -140,8 +136,7 @@ class AutogradHistory:
         }
 
     def produces(self, call: ast.Call) -> bool:
-        """Whether the call's result may carry autograd history (also a torch function or tensor
-        method computed from a value that may: :func:`tensor_operands`). A criterion, a
+        """Whether the call's result may carry autograd history. A criterion, a
         ``torch.nn.functional`` function or a ``*_loss`` function of torch given only detached
         values (``criterion(pred.detach().cpu(), true.detach().cpu())``) carries none."""
         model = self.model
@@ -155,14 +150,12 @@ class AutogradHistory:
             return True
         if model.span(func) in self.loss_helper_calls:
             return any(self.may_carry(argument) for argument in argument_values(call))
-        if (
+        return (
             dotted in self.criteria or any(
                 q.startswith(FUNCTIONAL_NAMESPACE) or (is_torch_tensor_function(q) and q.endswith("_loss"))
                 for q in model.qualified_names(func)
             )
-        ):
-            return not only_detached(call)
-        return any(self.may_carry(operand) for operand in tensor_operands(model, call))
+        ) and not only_detached(call)
 
     def helper_binds_history(self, call: ast.Call, name: str) -> bool:
         """Whether ``name``, bound by the statement that calls the loss helper ``call``, is bound to
@@ -198,23 +191,6 @@ class AutogradHistory:
 
 ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div)
 """Operators whose result keeps the autograd history of either operand."""
-
-
-def tensor_operands(model: SemanticModel, call: ast.Call) -> List[ast.expr]:
-    """What the result of a torch function or tensor method is computed from, keeping its
-    history: the arguments of ``torch.squeeze(out, 0)``, the receiver of ``out.view(-1)`` or
-    ``out.sigmoid()``, both tensors of ``a.matmul(b)``; nothing for a method whose result carries no
-    history (``out.argmax(1)``) or another call."""
-    func = call.func
-    if any(is_torch_tensor_function(q) for q in model.qualified_names(func)):
-        return list(argument_values(call))
-    if not isinstance(func, ast.Attribute) or ast_dotted_name(func.value) in model.modules or func.attr in HISTORY_FREE_METHODS:
-        return []
-    if func.attr in LAYOUT_METHODS | DEVICE_KEEPING_TENSOR_METHODS | ELEMENTWISE_METHODS:
-        return [func.value]
-    if func.attr in BINARY_TENSOR_METHODS:
-        return [func.value, *argument_values(call)]
-    return []
 
 
 def reduced_value(model: SemanticModel, call: ast.Call) -> Optional[ast.expr]:
