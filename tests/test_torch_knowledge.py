@@ -41,7 +41,7 @@ def _public_module_classes(namespace) -> set:
 @pytest.mark.parametrize(
     "name", ["GRAD_OFF", "SET_GRAD_ENABLED", "LOADERS", "EMPTY_CACHE", "AUTOGRAD_ENTRY_POINTS", "MODULE_CONVERSIONS",
              "ARRAY_ONLY_FUNCTIONS", "EXPORTERS", "CPU_FABRICATIONS", "DEVICE_TAKING_MAKERS", "DEFAULT_DEVICE_SETTERS",
-             "CONCATENATIONS", "ALLOCATION_FREE_CUDA_FUNCTIONS"],
+             "ALLOCATION_FREE_CUDA_FUNCTIONS"],
 )
 def test_qualified_names_resolve(name):
     names = getattr(torch_api, name)

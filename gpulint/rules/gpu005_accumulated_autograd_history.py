@@ -18,11 +18,10 @@ from gpulint.engine.rule import FixAvailability, Rule
 from gpulint.semantic.backward import backpropagated_functions
 from gpulint.semantic.history import LOSS_FUNCTION, AutogradHistory, only_detached
 from gpulint.semantic.model import BUILTIN_NAMES, SemanticModel
-from gpulint.semantic.survey import argument_values, ast_dotted_name
+from gpulint.semantic.survey import Survey, argument_values, ast_dotted_name
 from gpulint.semantic.torch_api import (
     AUTOGRAD_ENTRY_POINTS,
     BINARY_TENSOR_METHODS,
-    CONCATENATIONS,
     DEVICE_KEEPING_TENSOR_METHODS,
     ELEMENTWISE_METHODS,
     HISTORY_FREE_METHODS,
@@ -111,9 +110,6 @@ class AccumulatedAutogradHistory(Rule):
             for own, other in ((value.left, value.right), (value.right, value.left)):
                 if accumulator and _scaled(own, accumulator):
                     self._check(node, target, other)
-        elif isinstance(value, cst.Call) and self._names(value.func) & CONCATENATIONS:
-            for joined in _joined_to(value, dotted_name(target)):
-                self._check(node, target, joined)
 
     def visit_Call(self, node: cst.Call) -> None:
         """``losses.append(loss)``, and ``logs["loss"].append(loss)``: a list held in a container
@@ -515,14 +511,14 @@ class AccumulatedAutogradHistory(Rule):
         return any(model.span(found.node)[:2] == start for found in model.derived(backpropagated_functions))
 
 
-def _accumulated_values(model: SemanticModel) -> Iterator[Tuple[ast.AST, ast.expr]]:
-    """(statement or call, value) for the values the rule's visitors may check: those added,
-    appended or joined (``total = torch.cat((total, out))``) inside a loop."""
-    for augmented in model.nodes(ast.AugAssign):
-        if isinstance(augmented.op, ast.Add) and model.in_loop(augmented):
+def _accumulated_values(survey: Survey) -> Iterator[Tuple[ast.AST, ast.expr]]:
+    """(statement or call, value) for the values the rule's visitors may check: those added or
+    appended inside a loop."""
+    for augmented in survey.nodes(ast.AugAssign):
+        if isinstance(augmented.op, ast.Add) and survey.in_loop(augmented):
             yield augmented, augmented.value
-    for assign in model.nodes(ast.Assign):
-        if len(assign.targets) != 1 or not model.in_loop(assign):
+    for assign in survey.nodes(ast.Assign):
+        if len(assign.targets) != 1 or not survey.in_loop(assign):
             continue
         target, value = assign.targets[0], assign.value
         if isinstance(target, ast.Subscript) and not _constant_ast_key(target):
@@ -531,27 +527,9 @@ def _accumulated_values(model: SemanticModel) -> Iterator[Tuple[ast.AST, ast.exp
             accumulator = ast_dotted_name(target)
             yield from ((assign, other) for own, other in ((value.left, value.right), (value.right, value.left))
                         if _scaled_ast(own, accumulator))
-        elif isinstance(value, ast.Call) and model.resolved_names(value.func) & CONCATENATIONS and value.args:
-            joined = value.args[0]
-            elements = joined.elts if isinstance(joined, (ast.Tuple, ast.List)) else []
-            if any(ast_dotted_name(element) == ast_dotted_name(target) for element in elements):
-                yield from ((assign, element) for element in elements
-                            if not isinstance(element, ast.Starred) and ast_dotted_name(element) != ast_dotted_name(target))
-    for call in model.method_calls(*APPENDING_METHODS):
-        if model.in_loop(call):
+    for call in survey.method_calls(*APPENDING_METHODS):
+        if survey.in_loop(call):
             yield from ((call, value) for value in argument_values(call))
-
-
-def _joined_to(call: cst.Call, accumulator: Optional[str]) -> List[cst.BaseExpression]:
-    """What ``torch.cat((total, out))`` joins to ``accumulator`` (``out``), where the first argument is
-    a tuple or list of tensors one of which is the accumulator; nothing for another call."""
-    joined = call.args[0].value if call.args and call.args[0].keyword is None else None
-    if accumulator is None or not isinstance(joined, (cst.Tuple, cst.List)):
-        return []
-    elements = [element for element in joined.elements if not isinstance(element, cst.StarredElement)]
-    if not any(dotted_name(element.value) == accumulator for element in elements):
-        return []
-    return [element.value for element in elements if dotted_name(element.value) != accumulator]
 
 
 def _scaled_ast(own: ast.expr, accumulator: Optional[str]) -> bool:

@@ -273,9 +273,6 @@ LAYOUT_METHODS = frozenset({
 receiver's autograd history and nothing from the arguments (``semantic.history`` reads them)."""
 
 REDUCTIONS = frozenset({"sum", "mean"})
-CONCATENATIONS = frozenset({"torch.cat", "torch.concat", "torch.concatenate"})
-"""torch's functions that join tensors end to end: ``total = torch.cat((total, out))`` keeps every
-pass's ``out`` in ``total``."""
 """Reductions, as tensor methods (``loss.sum()``) and ``torch`` functions (``torch.mean(loss)``),
 whose result keeps the autograd history of the tensor reduced."""
 BINARY_TENSOR_METHODS = frozenset({
