@@ -16,6 +16,7 @@ DEVICE = "cpu"
 HOST = torch.device("cpu")
 net = Net().to(DEVICE)
 state = torch.load("w.pt", map_location=HOST)
+extra = torch.load("x.pt", DEVICE)
 x = torch.zeros(4, device=DEVICE).to(torch.float32)
 torch.cuda.empty_cache()
 """
@@ -43,6 +44,8 @@ def test_a_script_whose_every_place_is_a_device_pinned_to_the_cpu():
         "scaler = torch.cuda.amp.GradScaler()",
         "y = x.to(other)",
         "import lightning",
+        'model = torch.load("model.pt")',
+        'model = torch.load("model.pt", "cuda:0")',
         "def move(t, device=DEVICE):\n    return t.to(device)",
     ],
 )

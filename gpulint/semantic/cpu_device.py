@@ -11,8 +11,9 @@ Decided for the whole module, where:
   ``map_location=`` keyword, is ``"cpu"``, ``torch.device("cpu")``, or a name every assignment of
   which is one of those (``DEVICE = "cpu"``; not a parameter, not bound any other way);
 - it calls no other move (:data:`~gpulint.semantic.torch_api.ACCELERATOR_MOVE_METHODS`:
-  ``.cuda()``), wraps no model in ``DataParallel``, sets no default device, makes no
-  ``torch.device`` but the CPU's, and calls nothing of ``torch.cuda`` but what allocates nothing for it
+  ``.cuda()``), loads nothing without a ``map_location`` (``torch.load(path)`` puts each tensor
+  back on the device it was saved from), wraps no model in ``DataParallel``, sets no default
+  device, makes no ``torch.device`` but the CPU's, and calls nothing of ``torch.cuda`` but what allocates nothing for it
   (:data:`~gpulint.semantic.torch_api.ALLOCATION_FREE_CUDA_FUNCTIONS`: ``empty_cache``,
   ``is_available``, the memory statistics);
 - it imports no library that places models by itself
@@ -29,7 +30,7 @@ from typing import FrozenSet, Optional
 from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.torch_api import (
     ACCELERATOR_MOVE_METHODS, ALLOCATION_FREE_CUDA_FUNCTIONS, CUDA_NAMESPACE, DEFAULT_DEVICE_SETTERS, DEVICE_CONTEXT,
-    MODULE_WRAPPERS, PLACING_LIBRARIES, TORCH_DTYPES,
+    MAP_LOCATION_SLOT, MODULE_WRAPPERS, PLACING_LIBRARIES, TORCH_DTYPES,
 )
 
 PLACE_KEYWORDS = frozenset({"device", "map_location"})
@@ -75,11 +76,15 @@ def _place_moved_to(model: SemanticModel, call: ast.Call) -> Optional[ast.expr]:
 
 def _may_place_elsewhere(model: SemanticModel, call: ast.Call) -> bool:
     """A call that may put something on an accelerator by itself: ``.cuda()`` and the like, a
-    ``DataParallel`` wrapper, a default-device setter, a ``torch.device`` other than the CPU's (a
+    load given no ``map_location``, a ``DataParallel`` wrapper, a default-device setter, a ``torch.device`` other than the CPU's (a
     device context among them), or a function of ``torch.cuda`` that may allocate there."""
     if isinstance(call.func, ast.Attribute) and call.func.attr in ACCELERATOR_MOVE_METHODS:
         return True
     names = model.resolved_names(call.func)
+    loader = sorted(names & MAP_LOCATION_SLOT.keys())
+    if loader and not any(keyword.arg == "map_location" for keyword in call.keywords):
+        slot = MAP_LOCATION_SLOT[loader[0]]
+        return len(call.args) <= slot or not _names_the_cpu(model, call.args[slot])
     if DEVICE_CONTEXT in names:
         return not model.names_the_cpu(call)
     return bool(names & DEFAULT_DEVICE_SETTERS) or any(
