@@ -13,9 +13,9 @@ Decided for the whole module, where:
 - it calls no other move (:data:`~gpulint.semantic.torch_api.ACCELERATOR_MOVE_METHODS`:
   ``.cuda()``), loads nothing without a ``map_location`` (``torch.load(path)`` puts each tensor
   back on the device it was saved from), wraps no model in ``DataParallel``, sets no default
-  device, makes no ``torch.device`` but the CPU's, and calls nothing of ``torch.cuda`` but what allocates nothing for it
-  (:data:`~gpulint.semantic.torch_api.ALLOCATION_FREE_CUDA_FUNCTIONS`: ``empty_cache``,
-  ``is_available``, the memory statistics);
+  device, makes no ``torch.device`` but the CPU's, and calls nothing of ``torch.cuda`` but what
+  allocates nothing for it (:data:`~gpulint.semantic.torch_api.ALLOCATION_FREE_CUDA_FUNCTIONS`:
+  ``empty_cache``, ``is_available``, the memory statistics);
 - it imports no library that places models by itself
   (:data:`~gpulint.semantic.torch_api.PLACING_LIBRARIES`: Lightning, Accelerate, DeepSpeed).
 
@@ -27,6 +27,7 @@ from __future__ import annotations
 import ast
 from typing import FrozenSet, Optional
 
+from gpulint.semantic.cpu_models import map_location_of
 from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.torch_api import (
     ACCELERATOR_MOVE_METHODS, ALLOCATION_FREE_CUDA_FUNCTIONS, CUDA_NAMESPACE, DEFAULT_DEVICE_SETTERS, DEVICE_CONTEXT,
@@ -76,15 +77,16 @@ def _place_moved_to(model: SemanticModel, call: ast.Call) -> Optional[ast.expr]:
 
 def _may_place_elsewhere(model: SemanticModel, call: ast.Call) -> bool:
     """A call that may put something on an accelerator by itself: ``.cuda()`` and the like, a
-    load given no ``map_location``, a ``DataParallel`` wrapper, a default-device setter, a ``torch.device`` other than the CPU's (a
-    device context among them), or a function of ``torch.cuda`` that may allocate there."""
+    load not mapped to the CPU, a ``DataParallel`` wrapper, a default-device setter, a
+    ``torch.device`` other than the CPU's (a device context among them), or a function of
+    ``torch.cuda`` that may allocate there."""
     if isinstance(call.func, ast.Attribute) and call.func.attr in ACCELERATOR_MOVE_METHODS:
         return True
     names = model.resolved_names(call.func)
     loader = sorted(names & MAP_LOCATION_SLOT.keys())
-    if loader and not any(keyword.arg == "map_location" for keyword in call.keywords):
-        slot = MAP_LOCATION_SLOT[loader[0]]
-        return len(call.args) <= slot or not _names_the_cpu(model, call.args[slot])
+    if loader:
+        location = map_location_of(call, MAP_LOCATION_SLOT[loader[0]])
+        return location is None or not _names_the_cpu(model, location)
     if DEVICE_CONTEXT in names:
         return not model.names_the_cpu(call)
     return bool(names & DEFAULT_DEVICE_SETTERS) or any(

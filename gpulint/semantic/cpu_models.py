@@ -151,10 +151,17 @@ def _holds_weights(model: SemanticModel, definition: ast.AST, depth: int) -> boo
 def _mapped_to_the_cpu(model: SemanticModel, load: ast.Call, position: int) -> bool:
     """``torch.load(path, map_location="cpu")``, by keyword or at its ``position`` (any spelling of
     the CPU: :meth:`~gpulint.semantic.model.SemanticModel.names_the_cpu`)."""
+    location = map_location_of(load, position)
+    return location is not None and model.names_the_cpu(location)
+
+
+def map_location_of(load: ast.Call, position: int) -> Optional[ast.expr]:
+    """What a load's ``map_location`` is given, by keyword or at its ``position``; None where it is
+    given none (or more than one)."""
     slot: List[ast.expr] = [keyword.value for keyword in load.keywords if keyword.arg == "map_location"]
     if not slot and len(load.args) > position:
         slot = [load.args[position]]
-    return len(slot) == 1 and model.names_the_cpu(slot[0])
+    return slot[0] if len(slot) == 1 else None
 
 
 def _statement_of(model: SemanticModel, node: ast.AST) -> ast.AST:

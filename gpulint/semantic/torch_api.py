@@ -584,13 +584,13 @@ DEFAULT_DEVICE_SETTERS = frozenset({"torch.set_default_device", "torch.set_defau
 ACCELERATOR_MOVE_METHODS = frozenset({"cuda", "xpu", "ipu", "mtia"})
 """Methods of tensors and modules that put them on an accelerator whatever their arguments say."""
 CUDA_NAMESPACE = "torch.cuda."
-ALLOCATION_FREE_CUDA_FUNCTIONS = frozenset({
+ALLOCATION_FREE_CUDA_FUNCTIONS = EMPTY_CACHE | {CUDA_AVAILABILITY} | frozenset({
     f"torch.cuda.{name}" for name in (
-        "empty_cache", "is_available", "synchronize", "device_count", "manual_seed", "manual_seed_all",
-        "memory_allocated", "memory_reserved", "max_memory_allocated", "max_memory_reserved", "memory_summary",
-        "reset_peak_memory_stats", "ipc_collect", "get_device_name",
+        "synchronize", "device_count", "manual_seed", "manual_seed_all", "memory_allocated", "memory_reserved",
+        "max_memory_allocated", "max_memory_reserved", "memory_summary", "reset_peak_memory_stats", "ipc_collect",
+        "get_device_name",
     )
-} | {"torch.cuda.memory.empty_cache"})
+})
 """Functions of ``torch.cuda`` that put nothing of the program's on the GPU: cache and memory
 statistics, availability, seeding."""
 TORCH_DTYPES = frozenset({
