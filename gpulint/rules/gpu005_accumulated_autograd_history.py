@@ -14,7 +14,7 @@ from gpulint.analysis.gradients import GradientFlow
 from gpulint.analysis.scope import ScopeAnalysis
 from gpulint.analysis.tensors import dotted_name, subexpressions
 from gpulint.engine.diagnostics import Applicability, FixOutcome, NoFix
-from gpulint.engine.rule import FixAvailability, Rule
+from gpulint.engine.rule import FileContext, FixAvailability, Rule
 from gpulint.semantic.backward import backpropagated_functions
 from gpulint.semantic.history import LOSS_FUNCTION, AutogradHistory, only_detached
 from gpulint.semantic.model import BUILTIN_NAMES, SemanticModel
@@ -43,6 +43,8 @@ BATCH_WORDS = frozenset({
 ``self.val_data``); a loop over layers, heads, scales, crops or a ``range`` is not one."""
 OPTIMIZER_WORDS = frozenset({"opt", "optim", "optimizer", "optimiser", "optimizers"})
 """Words of the name of an optimizer whose ``.step()`` ends an update."""
+UPDATE_CALL = re.compile(r"optimi[sz]e|update|step", re.IGNORECASE)
+"""Names of helpers that run an update when handed an optimizer (``optimize``, ``update_step``)."""
 BATCH_WORD_SPLIT = re.compile(r"_+|(?<=[a-z0-9])(?=[A-Z])")
 DIGITS = "0123456789"
 ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)
@@ -68,6 +70,12 @@ class AccumulatedAutogradHistory(Rule):
     tokens = frozenset({"+", "append", "extend", "insert", "]"})
 
     METADATA_DEPENDENCIES = (PositionProvider, *scope.METADATA_DEPENDENCIES)
+
+    def __init__(self, context: FileContext) -> None:
+        super().__init__(context)
+        # The frozen models' calls whose inputs are being read (_given_shown_history), which may
+        # read the same call again through the names its output is bound to.
+        self._reading_inputs: Set[int] = set()
 
     @classmethod
     def seeds(cls, model: SemanticModel) -> List[ast.AST]:
@@ -383,7 +391,7 @@ class AccumulatedAutogradHistory(Rule):
         if analysis.calls_helper_output(call) and self._helper_may_keep_gradients(call):
             return True
         if isinstance(func, cst.Attribute) and func.attr.value == "forward" and analysis.tensors.is_module(func.value):
-            return True
+            return not self._calls_frozen_model(call) or self._given_shown_history(call, analysis)
         if self._loss_helper_call(call) is not None:
             return self._given_history(call, analysis, depth)
         names = self._names(func)
@@ -392,7 +400,29 @@ class AccumulatedAutogradHistory(Rule):
         )
         if parameter_free or dotted_name(func) in analysis.criteria:
             return not self._given_only_detached(call) and (not parameter_free or self._given_history(call, analysis, depth))
-        return analysis.tensors.is_module(func)
+        return analysis.tensors.is_module(func) and (
+            not self._calls_frozen_model(call) or self._given_shown_history(call, analysis)
+        )
+
+    def _given_shown_history(self, call: cst.Call, analysis: ScopeAnalysis) -> bool:
+        """Whether an argument of ``call`` is shown to carry autograd history (:meth:`_carries_history`
+        over the whole scope: a trainable model's output, a loss, what is computed from one). A
+        frozen model is mostly run on data (samples scored by a metric), so an input of unknown
+        origin (``sampler(next(labels))``) is read as data."""
+        if id(call) in self._reading_inputs:
+            return False
+        self._reading_inputs.add(id(call))
+        try:
+            return any(self._carries_history(argument.value, analysis.node, analysis, call) for argument in call.args)
+        finally:
+            self._reading_inputs.discard(id(call))
+
+    def _calls_frozen_model(self, call: cst.Call) -> bool:
+        """:meth:`~gpulint.semantic.history.AutogradHistory.calls_frozen_model` on the model's reading
+        of the same call."""
+        model, span = self.context.model, self.span(call)
+        found = model.call_at(span) if model is not None and span is not None else None
+        return found is not None and model is not None and model.derived(AutogradHistory).calls_frozen_model(found)
 
     def _given_history(self, call: cst.Call, analysis: ScopeAnalysis, depth: int) -> bool:
         """Whether an argument of ``call`` may carry autograd history (:meth:`_may_carry`)."""
@@ -490,10 +520,12 @@ class AccumulatedAutogradHistory(Rule):
 
     def _backpropagated(self, accumulated: str, analysis: ScopeAnalysis) -> bool:
         """Gradient accumulation: the accumulator, or a value computed from it, reaches a backward
-        pass (``.backward()``, ``accelerator.backward(x)``, ``torch.autograd.grad(x, ...)``) — or it
-        is returned from a function whose result the module backpropagates."""
+        pass (``.backward()``, ``accelerator.backward(x)``, ``torch.autograd.grad(x, ...)``) or an
+        update helper (:func:`_handed_to_an_update`) — or it is returned from a function whose result
+        the module backpropagates."""
         derived = _computed_from(accumulated, analysis.node)
-        if any(_names_of(expression) & derived for expression in _backward_inputs(analysis.node, self._names)):
+        inputs = [*_backward_inputs(analysis.node, self._names), *_handed_to_an_update(analysis.node)]
+        if any(_names_of(expression) & derived for expression in inputs):
             return True
         if isinstance(analysis.node, cst.FunctionDef) and _returns_any(analysis.node, derived):
             return self._result_backpropagated(analysis.node)
@@ -797,6 +829,22 @@ def _starts_afresh(statement: cst.CSTNode, name: str) -> bool:
         and isinstance(small.value, (cst.Integer, cst.Float, cst.List)) and not getattr(small.value, "elements", None)
         for small in statement.body
     )
+
+
+def _handed_to_an_update(scope_node: cst.CSTNode) -> List[cst.BaseExpression]:
+    """The other arguments of a call named for an update (``optimize``, ``update``, ``step``) that is
+    handed an optimizer, named for one (``self.optimize(self.dis_opt, d_loss, self.dis)``,
+    ``update_step(optimizer, loss)``): such a helper, of this module or another, runs the update, and
+    backpropagates the loss it is given. A call that only saves or logs (``save_checkpoint(model,
+    optimizer, total)``) is no update."""
+    found: List[cst.BaseExpression] = []
+    for node in subexpressions(scope_node):
+        if not isinstance(node, cst.Call) or not UPDATE_CALL.search((dotted_name(node.func) or "").split(".")[-1]):
+            continue
+        given = [argument.value for argument in node.args]
+        if any(_words(dotted_name(value) or "") & OPTIMIZER_WORDS for value in given):
+            found.extend(value for value in given if not _words(dotted_name(value) or "") & OPTIMIZER_WORDS)
+    return found
 
 
 def _optimizer_step(node: cst.CSTNode) -> bool:

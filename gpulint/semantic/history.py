@@ -96,6 +96,8 @@ class AutogradHistory:
                         self.loss_parts[model.span(assign)[:2]] = parts
                         self.backward_names |= parts
         frozen = model.derived(frozen_models)
+        self.frozen = frozen
+        """The places of the module's frozen models (:func:`~gpulint.semantic.frozen.frozen_models`)."""
         unfrozen = (
             model.functions_returning_outputs(lambda call: _called_model(model, call) not in frozen) if frozen
             else model.returns_forward_output
@@ -134,6 +136,11 @@ class AutogradHistory:
             (name, self.model.scope_of(value)) for name, value in bindings
             if isinstance(value, ast.Call) and self.produces(value)
         }
+
+    def calls_frozen_model(self, call: ast.Call) -> bool:
+        """Whether ``call`` is a forward pass of a frozen model (``G(z)`` after
+        ``G.requires_grad_(False)``): its output carries history only where an argument does."""
+        return _called_model(self.model, call) in self.frozen
 
     def produces(self, call: ast.Call) -> bool:
         """Whether the call's result may carry autograd history. A criterion, a
