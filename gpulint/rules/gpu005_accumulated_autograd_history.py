@@ -420,9 +420,13 @@ class AccumulatedAutogradHistory(Rule):
     def _calls_frozen_model(self, call: cst.Call) -> bool:
         """:meth:`~gpulint.semantic.history.AutogradHistory.calls_frozen_model` on the model's reading
         of the same call."""
-        model, span = self.context.model, self.span(call)
-        found = model.call_at(span) if model is not None and span is not None else None
+        model, found = self.context.model, self._model_call(call)
         return found is not None and model is not None and model.derived(AutogradHistory).calls_frozen_model(found)
+
+    def _model_call(self, call: cst.Call) -> Optional[ast.Call]:
+        """The semantic model's node of the same call, if it has one."""
+        model, span = self.context.model, self.span(call)
+        return model.call_at(span) if model is not None and span is not None else None
 
     def _given_history(self, call: cst.Call, analysis: ScopeAnalysis, depth: int) -> bool:
         """Whether an argument of ``call`` may carry autograd history (:meth:`_may_carry`)."""
@@ -503,8 +507,7 @@ class AccumulatedAutogradHistory(Rule):
     def _given_only_detached(self, call: cst.Call) -> bool:
         """A criterion or functional call given only detached values (by the model's reading of the
         same call: :func:`~gpulint.semantic.history.only_detached`)."""
-        model, span = self.context.model, self.span(call)
-        found = model.call_at(span) if model is not None and span is not None else None
+        found = self._model_call(call)
         return found is not None and only_detached(found)
 
     def _helper_may_keep_gradients(self, call: cst.Call) -> bool:
