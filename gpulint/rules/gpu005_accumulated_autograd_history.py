@@ -437,8 +437,9 @@ class AccumulatedAutogradHistory(Rule):
         shown so: a constant; a detached value; a name whose every binding that reaches here is made
         under a grad-off block, detached, or of such values (an output computed under
         ``torch.no_grad()``, ``gt = batch["gt"].to(device)``); a name the loop that draws batches
-        binds (a batch holds data). A name no binding here gives a value (a parameter), an attribute
-        of ``self``, and a call of an unknown function may carry it."""
+        binds (a batch holds data); a call of a function of the module whose every result is
+        computed with gradients off (:meth:`_calls_grad_free_function`). A name no binding here gives
+        a value (a parameter), an attribute of ``self``, and a call of an unknown function may carry it."""
         if depth > MAX_HISTORY_DEPTH:
             return True
         if analysis.tensors.releases(value) or _detached(value):
@@ -452,6 +453,8 @@ class AccumulatedAutogradHistory(Rule):
         if isinstance(value, cst.Call):
             if self._graph_producing(value, analysis, depth + 1):
                 return True
+            if self._calls_grad_free_function(value):
+                return False
             operands = self._operands(value, analysis)
             return operands is None or any(self._may_carry(operand, at, analysis, depth + 1) for operand in operands)
         if isinstance(value, (cst.List, cst.Tuple)):
@@ -503,6 +506,15 @@ class AccumulatedAutogradHistory(Rule):
                 names |= _plain_names(current.target)
             current = self._parent(current)
         return names
+
+    def _calls_grad_free_function(self, call: cst.Call) -> bool:
+        """Whether ``call`` calls a function of the module whose every result carries no history
+        (:attr:`~gpulint.semantic.history.AutogradHistory.grad_free`: a feature extractor that
+        switches gradients off in its own body)."""
+        model, found = self.context.model, self._model_call(call)
+        if model is None or found is None:
+            return False
+        return model.callee(found) in model.derived(AutogradHistory).grad_free
 
     def _given_only_detached(self, call: cst.Call) -> bool:
         """A criterion or functional call given only detached values (by the model's reading of the

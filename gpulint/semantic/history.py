@@ -2,7 +2,7 @@
 once: a call of a module, a criterion, a ``torch.nn.functional`` function, a ``*_loss`` function of
 torch or a helper that returns a forward output computed with gradients on (of a model that is not
 frozen, :mod:`gpulint.semantic.frozen`, or of a frozen one given an argument that may carry
-history); a name that ``.backward()`` is called on, or a name spelling ``loss`` unpacked beside
+history; not one whose every result is computed with them off, :mod:`gpulint.semantic.grad_free_returns`); a name that ``.backward()`` is called on, or a name spelling ``loss`` unpacked beside
 one (:func:`loss_parts`), or that its scope binds to such a call; and a call of a loss helper of
 the module (:attr:`AutogradHistory.loss_helpers`) given an argument that may carry history.
 
@@ -17,6 +17,7 @@ import re
 from typing import AbstractSet, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 from gpulint.semantic.frozen import frozen_models
+from gpulint.semantic.grad_free_returns import grad_free_functions
 from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.survey import argument_values, ast_dotted_name, module_of, own_nodes
 from gpulint.semantic.torch_api import (
@@ -98,17 +99,21 @@ class AutogradHistory:
         frozen = model.derived(frozen_models)
         self.frozen = frozen
         """The places of the module's frozen models (:func:`~gpulint.semantic.frozen.frozen_models`)."""
+        self.grad_free = model.derived(grad_free_functions)
+        """The module's functions whose results carry no history
+        (:func:`~gpulint.semantic.grad_free_returns.grad_free_functions`: a feature extractor that
+        switches gradients off in its own body)."""
         unfrozen = (
             model.functions_returning_outputs(lambda call: _called_model(model, call) not in frozen) if frozen
             else model.returns_forward_output
-        ) - model.runs_without_grad
+        ) - model.runs_without_grad - self.grad_free
         self.helper_calls_with_history: Set[Tuple[int, int, int, int]] = set(model.calls_of(unfrozen))
         """Where the module calls a function of its own that may run with gradients on and returns
         a forward output of a model that is not frozen, or of a frozen one given an argument that
         may carry history (the span of each call's ``func``)."""
         self.loss_helpers = frozenset(
             function for function in model.all_functions
-            if LOSS_FUNCTION.match(function.name) and function not in model.runs_without_grad
+            if LOSS_FUNCTION.match(function.name) and function not in model.runs_without_grad | self.grad_free
             and _returns_tensors(model, function.node)
         )
         """Functions of the module named for a loss (``make_loss``, ``compute_loss``) that return a
@@ -123,7 +128,7 @@ class AutogradHistory:
             if found == self.history_names:
                 break
             self.history_names = found
-        frozen_only = model.returns_forward_output - model.runs_without_grad - unfrozen
+        frozen_only = model.returns_forward_output - model.runs_without_grad - self.grad_free - unfrozen
         if frozen_only:
             self.helper_calls_with_history.update(
                 model.span(site.node.func) for site in model.call_sites
