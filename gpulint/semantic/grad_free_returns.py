@@ -16,9 +16,9 @@ where each returned value is *grad-free*:
 - a tuple or list display, arithmetic, an attribute or an item of grad-free values;
 - a torch function (``torch.cat(feats)``, ``F.normalize(x)``) or a tensor method that computes from its receiver and
   arguments (``feats.mean(0)``, ``x.view(-1)``) given only grad-free values;
-- a local name, not a parameter, every binding of which in the function is a grad-free value or
-  is made where gradients are off, and every value appended or written into which
-  (``feats.append(...)``, ``feats[i] = ...``) is too.
+- a local name, not a parameter and read by no function, lambda or class the function defines,
+  every binding of which in the function is a grad-free value or is made where gradients are off,
+  and every value appended or written into which (``feats.append(...)``, ``feats[i] = ...``) is too.
 
 Anything else — a parameter (the caller's value, which may carry history), an attribute of
 ``self``, a call of another function, a forward pass with gradients on — is not grad-free.
@@ -30,7 +30,7 @@ import ast
 from typing import FrozenSet, List, Optional, Set
 
 from gpulint.semantic.model import Function, SemanticModel
-from gpulint.semantic.survey import own_nodes
+from gpulint.semantic.survey import SCOPES, own_nodes
 from gpulint.semantic.torch_api import (
     BINARY_TENSOR_METHODS, DEVICE_KEEPING_TENSOR_METHODS, ELEMENTWISE_METHODS, LAYOUT_METHODS,
     REDUCTIONS, is_torch_tensor_function,
@@ -72,6 +72,11 @@ class _Reader:
         self.parameters = set(function.scope.parameters)
         self.own = own
         self.reading: Set[str] = set()
+        self.nested = {
+            inner.id for scope in ast.walk(function.node) if isinstance(scope, SCOPES) and scope is not function.node
+            for inner in ast.walk(scope) if isinstance(inner, ast.Name)
+        }
+        """Names a nested function, lambda or class reads or binds: it may put anything into them."""
 
     def grad_free(self, node: ast.expr, depth: int) -> bool:
         if depth > MAX_DEPTH:
@@ -107,7 +112,7 @@ class _Reader:
         return False
 
     def _name_grad_free(self, name: str, depth: int) -> bool:
-        if name in self.parameters:
+        if name in self.parameters or name in self.nested:
             return False
         if name in self.reading:
             return True
