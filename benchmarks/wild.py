@@ -19,6 +19,9 @@ since it was pinned), naming the ones left out and leaving out their verdicts to
 files or notebooks do not number what the manifest counts in its commit is named, since findings in
 the files it lacks are not measured.
 
+``--findings FILE`` writes every finding with its verdict, the fix offered and the message, to read
+them one by one or to compare two runs.
+
 ``--rules GPU003,GPU004`` re-measures those rules alone, for a change to them that can only remove
 findings: a repository with no verdict row of them may lack a checkout (those rules report nothing
 there, and such a change keeps it so), the findings of other rules are not scored, and
@@ -268,6 +271,24 @@ def write_unjudged(path: Path, unjudged: Iterable[Finding]) -> None:
             writer.writerow([f.repo, f.path, f.line, f.cell or "-", f.rule, "", "", "", f.fix or "none", f.message])
 
 
+FINDING_COLUMNS = ["repo", "path", "line", "cell", "rule", "verdict", "fix", "offered fix", "cause", "message"]
+
+
+def write_findings(path: Path, findings: Iterable[Finding], verdicts: Sequence[Verdict]) -> None:
+    """Every finding, in the verdict file's order of columns, with its verdict, the judged and the
+    offered fix and the judge's cause (``UNJUDGED`` and empty cells where no row judges it; a
+    ``MISS`` row does not), then the message: a run's findings to read one by one, or to compare
+    with another run's."""
+    by_key = {v.key: v for v in verdicts if v.verdict != "MISS"}
+    with path.open("w", newline="", encoding="utf-8") as stream:
+        writer = csv.writer(stream, delimiter="\t", lineterminator="\n")
+        writer.writerow(FINDING_COLUMNS)
+        for f in sorted(findings, key=lambda finding: (finding.repo, finding.path, finding.cell, finding.line, finding.rule)):
+            verdict = by_key.get(f.key)
+            judged = [verdict.verdict, verdict.fix] if verdict else ["UNJUDGED", ""]
+            writer.writerow([f.repo, f.path, f.line, f.cell or "-", f.rule, *judged, f.fix or "none", verdict.cause if verdict else "", f.message])
+
+
 def merged_results(before: dict, remeasured: dict, rules: FrozenSet[str]) -> dict:
     """``before``, the results of a whole run, with the figures of ``rules`` taken from
     ``remeasured``: their findings counted anew, their fix violations replaced, the rest kept."""
@@ -291,6 +312,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--verdicts", type=Path, default=VERDICTS)
     parser.add_argument("--jobs", type=int, help="passed to gpulint --jobs")
     parser.add_argument("--unjudged", type=Path, metavar="TSV", help="write the findings not yet judged here, as rows to fill in")
+    parser.add_argument("--findings", type=Path, metavar="TSV", help="write every finding with its verdict here, to read or to compare two runs")
     parser.add_argument("--results", type=Path, metavar="JSON", help="write the figures here (refused while findings are unjudged or checkouts missing)")
     parser.add_argument("--allow-missing", action="store_true", help="score the checkouts there are, leaving out the repositories without one (and their verdicts)")
     parser.add_argument("--rules", type=lambda text: frozenset(text.split(",")), metavar="CODES", help="re-measure only these rules (comma-separated), after a change that can only remove their findings")
@@ -345,6 +367,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"{len(scored['unjudged'])} finding(s) not judged yet" + (f": written to {args.unjudged}" if args.unjudged else " (--unjudged FILE lists them)"))
     if args.unjudged:
         write_unjudged(args.unjudged, scored["unjudged"])
+    if args.findings:
+        write_findings(args.findings, findings, verdicts)
     if args.results:
         if scored["unjudged"]:
             sys.stderr.write("wild.py: not writing results while findings are unjudged\n")

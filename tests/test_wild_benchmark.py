@@ -128,6 +128,20 @@ def test_a_miss_that_becomes_reported_is_judged_by_a_second_row_and_counts_once(
     assert _run(tmp_path).returncode == 2, "a MISS row after a judged row is a second judgement"
 
 
+def test_findings_lists_every_finding_with_its_verdict_and_what_was_offered(tmp_path):
+    miss = "someone/trainer\ttrain.py\t7\t-\tGPU001\tMISS\t-\tstate dict saved from the GPU, not reported before\n"
+    _setup(tmp_path, miss + "".join(ALL_JUDGED.splitlines(keepends=True)[1:]))
+    listing = tmp_path / "findings.tsv"
+    _run(tmp_path, "--findings", str(listing))
+    header, *rows = [line.split("\t") for line in listing.read_text(encoding="utf-8").splitlines()]
+    assert header[:8] == ["repo", "path", "line", "cell", "rule", "verdict", "fix", "offered fix"]
+    by_line = {row[2]: row for row in rows}
+    assert sorted(by_line) == ["11", "15", "7"]
+    assert by_line["7"][5:8] == ["UNJUDGED", "", "safe"], "a MISS row judges no reported finding"
+    assert by_line["11"][5:7] == ["FP", "same"] and by_line["11"][8] == "scheduler state, no tensors"
+    assert by_line["15"][5] == "TP" and by_line["15"][9].startswith("`torch.load")
+
+
 def test_malformed_verdicts_and_missing_checkouts_are_errors(tmp_path):
     _setup(tmp_path, ALL_JUDGED + ALL_JUDGED.splitlines(keepends=True)[0])
     assert _run(tmp_path).returncode == 2
