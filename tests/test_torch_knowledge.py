@@ -722,3 +722,55 @@ def test_allocation_free_cuda_functions_resolve_in_torch_cuda():
 def test_torch_dtypes_are_dtypes():
     for qualified in torch_api.TORCH_DTYPES:
         assert isinstance(getattr(torch, qualified.split(".", 1)[1]), torch.dtype), qualified
+
+
+def _fresh_arguments(name: str, value: torch.Tensor) -> tuple:
+    """Arguments that make each fresh method or function compute from ``value`` (a 2x3 tensor)."""
+    if name in {"add", "sub", "mul", "div", "pow"}:
+        return (value,)
+    if name in {"matmul", "torch.matmul"}:
+        return (value.t(),) if name == "matmul" else (value, value.t())
+    if name in {"clamp"}:
+        return (0.0, 1.0)
+    if name in {"softmax", "log_softmax", "torch.softmax", "torch.nn.functional.softmax", "torch.nn.functional.log_softmax"}:
+        return (-1,) if not name.startswith("torch") else (value, -1)
+    if name in {"torch.cat", "torch.stack"}:
+        return ([value, value],)
+    if name == "torch.cdist":
+        return (value, value)
+    if name == "torch.einsum":
+        return ("ij->i", value)
+    if name == "torch.nn.functional.cosine_similarity":
+        return (value, value)
+    if name == "torch.nn.functional.interpolate":
+        return (value.unsqueeze(0), None, 2.0)
+    if name == "torch.nn.functional.pad":
+        return (value, (1, 1))
+    return () if not name.startswith("torch") else (value,)
+
+
+def test_fresh_tensor_methods_give_no_history_under_no_grad():
+    """A method counted fresh gives a tensor that neither is its receiver nor shares its history."""
+    leaf = torch.rand(2, 3, requires_grad=True)
+    value = leaf * 2
+    for method in sorted(torch_api.FRESH_TENSOR_METHODS):
+        with torch.no_grad():
+            result = getattr(value, method)(*_fresh_arguments(method, value))
+        assert isinstance(result, torch.Tensor) and not result.requires_grad and result is not value, method
+    for method in ("view", "float", "reshape", "squeeze"):
+        with torch.no_grad():
+            kept = getattr(value, method)(*((2, 3) if method in {"view", "reshape"} else ()))
+        assert kept.requires_grad and method not in torch_api.FRESH_TENSOR_METHODS, method
+
+
+def test_fresh_torch_functions_give_no_history_under_no_grad():
+    import importlib
+
+    leaf = torch.rand(2, 3, requires_grad=True)
+    value = leaf * 2
+    for qualified in sorted(torch_api.FRESH_TORCH_FUNCTIONS):
+        namespace, _, name = qualified.rpartition(".")
+        function = getattr(importlib.import_module(namespace), name)
+        with torch.no_grad():
+            result = function(*_fresh_arguments(qualified, value))
+        assert isinstance(result, torch.Tensor) and not result.requires_grad, qualified

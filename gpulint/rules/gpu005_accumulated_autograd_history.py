@@ -16,7 +16,9 @@ from gpulint.analysis.tensors import dotted_name, subexpressions
 from gpulint.engine.diagnostics import Applicability, FixOutcome, NoFix
 from gpulint.engine.rule import FileContext, FixAvailability, Rule
 from gpulint.semantic.backward import backpropagated_functions
-from gpulint.semantic.history import LOSS_FUNCTION, AutogradHistory, only_detached
+from gpulint.semantic.batch_names import BATCH_WORDS, name_words
+from gpulint.semantic.detached import only_detached
+from gpulint.semantic.history import LOSS_FUNCTION, AutogradHistory
 from gpulint.semantic.model import BUILTIN_NAMES, SemanticModel
 from gpulint.semantic.survey import Survey, argument_values, ast_dotted_name
 from gpulint.semantic.torch_api import (
@@ -35,18 +37,10 @@ from gpulint.semantic.torch_api import (
 APPENDING_METHODS = frozenset({"append", "extend", "insert"})
 LOSS_CLASS = re.compile(r"(Loss|Criterion)$")
 STORING_METHODS = frozenset({"append", "extend", "insert", "update", "setdefault", "add"})
-BATCH_WORDS = frozenset({
-    "loader", "loaders", "dataloader", "dataloaders", "batch", "batches", "data", "dataset", "datasets",
-    "ds", "dl", "iterator", "samples", "examples", "episodes", "minibatches",
-})
-"""Words in the iterable of a loop that draws batches (``train_loader``, ``enumerate(tqdm(dataloader))``,
-``self.val_data``); a loop over layers, heads, scales, crops or a ``range`` is not one."""
 OPTIMIZER_WORDS = frozenset({"opt", "optim", "optimizer", "optimiser", "optimizers"})
 """Words of the name of an optimizer whose ``.step()`` ends an update."""
 UPDATE_CALL = re.compile(r"optimi[sz]e|update|step", re.IGNORECASE)
 """Names of helpers that run an update when handed an optimizer (``optimize``, ``update_step``)."""
-BATCH_WORD_SPLIT = re.compile(r"_+|(?<=[a-z0-9])(?=[A-Z])")
-DIGITS = "0123456789"
 ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)
 """Operators whose result keeps the autograd history of either operand."""
 MAX_HISTORY_DEPTH = 6
@@ -226,7 +220,7 @@ class AccumulatedAutogradHistory(Rule):
         parts = list(subexpressions(loop.iter))
         attributes = {id(node.attr) for node in parts if isinstance(node, cst.Attribute)}
         read = {node.value for node in parts if isinstance(node, cst.Name) and id(node) not in attributes} - BUILTIN_NAMES
-        if not read or any(_words(name) & LOADER_WORDS for name in read):
+        if not read or any(name_words(name) & LOADER_WORDS for name in read):
             return False
         outer = self._parent(loop)
         while not isinstance(outer, (cst.Module, cst.FunctionDef, cst.Lambda, cst.ClassDef)):
@@ -518,7 +512,7 @@ class AccumulatedAutogradHistory(Rule):
 
     def _given_only_detached(self, call: cst.Call) -> bool:
         """A criterion or functional call given only detached values (by the model's reading of the
-        same call: :func:`~gpulint.semantic.history.only_detached`)."""
+        same call: :func:`~gpulint.semantic.detached.only_detached`)."""
         found = self._model_call(call)
         return found is not None and only_detached(found)
 
@@ -788,17 +782,6 @@ def _plain_names(target: cst.BaseExpression) -> Set[str]:
     return set()
 
 
-def _words(name: str) -> Set[str]:
-    """The words of a name, lowercase and without a trailing number (``var_loader1``: ``var``,
-    ``loader``); a word that ends in ``loader`` runs two words together (``trainloader``: also
-    ``loader``; not ``downloader`` or ``uploader``, which move files)."""
-    words = {word.lower().rstrip(DIGITS) for part in name.split(".") for word in BATCH_WORD_SPLIT.split(part) if word}
-    return words | {
-        suffix for word in words for suffix in ("loader", "loaders")
-        if word.endswith(suffix) and word != suffix and not word.endswith(("down" + suffix, "up" + suffix))
-    }
-
-
 def _draws_batches(loop: Union[cst.For, cst.While]) -> bool:
     """A ``for`` loop over something named for batches or a loader (through ``enumerate``, ``tqdm``,
     ``zip``...; in ``range(...)`` only what ``len(...)`` counts: ``range(len(dataset))`` draws
@@ -811,7 +794,7 @@ def _draws_batches(loop: Union[cst.For, cst.While]) -> bool:
         nodes = [node for part in named for node in subexpressions(part)]
         names = [n.value for n in nodes if isinstance(n, cst.Name)]
         names += [n.attr.value for n in nodes if isinstance(n, cst.Attribute)]
-        if any(_words(name) & BATCH_WORDS for name in names):
+        if any(name_words(name) & BATCH_WORDS for name in names):
             return True
     return any(
         isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "next"
@@ -857,15 +840,15 @@ def _handed_to_an_update(scope_node: cst.CSTNode) -> List[cst.BaseExpression]:
         if not isinstance(node, cst.Call) or not UPDATE_CALL.search((dotted_name(node.func) or "").split(".")[-1]):
             continue
         given = [argument.value for argument in node.args]
-        if any(_words(dotted_name(value) or "") & OPTIMIZER_WORDS for value in given):
-            found.extend(value for value in given if not _words(dotted_name(value) or "") & OPTIMIZER_WORDS)
+        if any(name_words(dotted_name(value) or "") & OPTIMIZER_WORDS for value in given):
+            found.extend(value for value in given if not name_words(dotted_name(value) or "") & OPTIMIZER_WORDS)
     return found
 
 
 def _optimizer_step(node: cst.CSTNode) -> bool:
     """``optimizer.step()``, ``opt.step()``: a step whose receiver is named for an optimizer."""
     return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and bool(
-        _words(dotted_name(node.func.value) or "") & OPTIMIZER_WORDS
+        name_words(dotted_name(node.func.value) or "") & OPTIMIZER_WORDS
     )
 
 

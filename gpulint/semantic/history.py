@@ -2,9 +2,11 @@
 once: a call of a module, a criterion, a ``torch.nn.functional`` function, a ``*_loss`` function of
 torch or a helper that returns a forward output computed with gradients on (of a model that is not
 frozen, :mod:`gpulint.semantic.frozen`, or of a frozen one given an argument that may carry
-history; not one whose every result is computed with them off, :mod:`gpulint.semantic.grad_free_returns`); a name that ``.backward()`` is called on, or a name spelling ``loss`` unpacked beside
+history); a name that ``.backward()`` is called on, or a name spelling ``loss`` unpacked beside
 one (:func:`loss_parts`), or that its scope binds to such a call; and a call of a loss helper of
-the module (:attr:`AutogradHistory.loss_helpers`) given an argument that may carry history.
+the module (:attr:`AutogradHistory.loss_helpers`) given an argument that may carry history. A helper
+whose every returned value is computed without history (:mod:`gpulint.semantic.grad_free_returns`:
+a feature extractor with its own ``torch.no_grad()`` block) is neither such a helper nor a loss helper.
 
 It over-approximates what a rule's per-scope analysis concludes, so a rule may use it to decide
 which functions it must read at all.
@@ -16,21 +18,19 @@ import ast
 import re
 from typing import AbstractSet, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
+from gpulint.semantic.detached import only_detached
 from gpulint.semantic.frozen import frozen_models
 from gpulint.semantic.grad_free_returns import grad_free_functions
 from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.survey import argument_values, ast_dotted_name, module_of, own_nodes
 from gpulint.semantic.torch_api import (
     FUNCTIONAL_NAMESPACE,
-    LAYOUT_METHODS,
     REDUCTIONS,
     TORCH_PACKAGE,
     is_loss_module,
     is_torch_tensor_function,
 )
 
-DETACHING_METHODS = frozenset({"detach", "item", "tolist", "numpy"})
-"""Tensor methods whose result carries no autograd history."""
 LOSS_WORDS = frozenset({"loss", "losses"})
 """Words of a name that holds a loss (``batch_loc_loss``, ``lossD``)."""
 WORD = re.compile(r"[A-Z0-9]+(?![a-z])|[A-Z]?[a-z0-9]+")
@@ -103,17 +103,18 @@ class AutogradHistory:
         """The module's functions whose results carry no history
         (:func:`~gpulint.semantic.grad_free_returns.grad_free_functions`: a feature extractor that
         switches gradients off in its own body)."""
+        history_free = model.runs_without_grad | self.grad_free
         unfrozen = (
             model.functions_returning_outputs(lambda call: _called_model(model, call) not in frozen) if frozen
             else model.returns_forward_output
-        ) - model.runs_without_grad - self.grad_free
+        ) - history_free
         self.helper_calls_with_history: Set[Tuple[int, int, int, int]] = set(model.calls_of(unfrozen))
         """Where the module calls a function of its own that may run with gradients on and returns
         a forward output of a model that is not frozen, or of a frozen one given an argument that
         may carry history (the span of each call's ``func``)."""
         self.loss_helpers = frozenset(
             function for function in model.all_functions
-            if LOSS_FUNCTION.match(function.name) and function not in model.runs_without_grad | self.grad_free
+            if LOSS_FUNCTION.match(function.name) and function not in history_free
             and _returns_tensors(model, function.node)
         )
         """Functions of the module named for a loss (``make_loss``, ``compute_loss``) that return a
@@ -128,7 +129,7 @@ class AutogradHistory:
             if found == self.history_names:
                 break
             self.history_names = found
-        frozen_only = model.returns_forward_output - model.runs_without_grad - self.grad_free - unfrozen
+        frozen_only = model.returns_forward_output - history_free - unfrozen
         if frozen_only:
             self.helper_calls_with_history.update(
                 model.span(site.node.func) for site in model.call_sites
@@ -297,39 +298,6 @@ def _computed_as_tensor(model: SemanticModel, own: List[ast.AST], node: ast.expr
         ]
         return any(_computed_as_tensor(model, own, value, depth + 1) for value in values)
     return False
-
-
-def only_detached(call: ast.Call) -> bool:
-    """Whether every argument of ``call`` (one at least) is a constant or a chain that detaches
-    (``.detach()``, ``.data``, ``.item()``, ``.tolist()``, ``.numpy()``) on its way."""
-    arguments = argument_values(call)
-    return bool(arguments) and all(_detached(argument) for argument in arguments)
-
-
-def _detached(node: ast.expr) -> bool:
-    """A constant, or a chain that detaches on its way down (``pred.detach().cpu()``) where every
-    method called after the detaching step is given only detached values and none is
-    ``requires_grad_`` (``target.detach().sub(pred)`` and ``x.detach().requires_grad_()`` carry
-    history)."""
-    while True:
-        if isinstance(node, ast.Constant) or (isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant)):
-            return True
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            if node.func.attr in DETACHING_METHODS:
-                return True
-            if node.func.attr == "requires_grad_" or (
-                node.func.attr not in LAYOUT_METHODS and not all(_detached(argument) for argument in argument_values(node))
-            ):
-                return False
-            node = node.func.value
-        elif isinstance(node, ast.Attribute):
-            if node.attr == "data":
-                return True
-            node = node.value
-        elif isinstance(node, ast.Subscript):
-            node = node.value
-        else:
-            return False
 
 
 def _called_model(model: SemanticModel, call: ast.Call) -> object:

@@ -285,6 +285,23 @@ ELEMENTWISE_METHODS = frozenset({"softmax", "log_softmax", "sigmoid", "tanh", "r
 """Tensor methods that map each value of the receiver (along a dimension, for ``softmax``): the
 result is a tensor made of the receiver alone."""
 
+FRESH_TENSOR_METHODS = frozenset({
+    "abs", "add", "clamp", "clone", "div", "exp", "log", "log_softmax", "matmul", "max", "mean", "min", "mul",
+    "neg", "norm", "pow", "relu", "sigmoid", "softmax", "sqrt", "std", "sub", "sum", "tanh", "var",
+})
+"""Tensor methods that compute a new tensor, never a view of their receiver nor the receiver itself:
+run with gradients off, the result has no autograd history whatever it was computed from (the test
+suite checks this on the installed torch). ``view``, ``reshape``, ``float`` and the like may return
+the receiver or a view that keeps its history."""
+FRESH_TORCH_FUNCTIONS = frozenset({
+    "torch.cat", "torch.stack", "torch.mean", "torch.sum", "torch.matmul", "torch.softmax", "torch.sigmoid",
+    "torch.exp", "torch.log", "torch.norm", "torch.cdist", "torch.einsum",
+    "torch.nn.functional.normalize", "torch.nn.functional.softmax", "torch.nn.functional.log_softmax",
+    "torch.nn.functional.cosine_similarity", "torch.nn.functional.interpolate", "torch.nn.functional.pad",
+})
+"""Torch functions that compute a new tensor (never a view of an argument): run with gradients off,
+the result has no autograd history (the test suite checks this on the installed torch)."""
+
 TENSOR_TO_ARRAY_METHODS = frozenset({"numpy"})
 """Tensor methods that give a numpy array of its values (on the CPU), without its history."""
 
