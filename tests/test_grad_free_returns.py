@@ -21,13 +21,13 @@ def _grad_free(source: str) -> bool:
 
 GRAD_FREE = {
     "a feature extractor switching gradients off after eval()": """
-        def helper(model, loader):
-            model.eval()
-            features = []
+        def helper(net, val_loader):
+            net.eval()
+            feats = []
             with torch.no_grad():
-                for images, _ in loader:
-                    features.append(model(images))
-            return torch.cat(features), len(features)
+                for batch, _ in val_loader:
+                    feats.append(net(batch))
+            return torch.cat(feats), len(feats)
     """,
     "inference mode": """
         def helper(model, images):
