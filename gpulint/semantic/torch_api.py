@@ -10,7 +10,7 @@ sets by union where it needs more.
 
 from __future__ import annotations
 
-from typing import AbstractSet, Dict, Tuple
+from typing import AbstractSet, Dict, FrozenSet, Tuple
 
 METRICS_PACKAGE = "torchmetrics"
 """The metrics library built on torch whose metric classes are ``nn.Module`` subclasses."""
@@ -412,6 +412,13 @@ dict's type: ``OrderedDict()``)."""
 MODULE_CALL_METHOD = "forward"
 """The method ``nn.Module.__call__`` runs: ``model(x)`` calls it without spelling its name."""
 
+GRAD_FREE_LIBRARY_METHODS: Dict[str, FrozenSet[str]] = {
+    "sentence_transformers.SentenceTransformer": frozenset({"encode", "encode_query", "encode_document"}),
+}
+"""Methods of library models that run their forward passes with gradients off themselves:
+sentence-transformers' ``SentenceTransformer.encode`` (and its query and document variants) wraps
+the model's forward pass in ``torch.no_grad()`` (``torch.inference_mode()`` in later releases), so
+a call of it builds no graph. Keyed by the class that builds the model."""
 FORWARD_METHODS = frozenset({"forward", "inference", "infer", "encode", "decode"})
 """Methods that run a model's forward pass (``model.inference(x)`` in Tacotron-style models,
 ``model.encode(src)`` and ``model.decode(memory, tgt)`` in encoder-decoders)."""
