@@ -245,13 +245,18 @@ class ScopeAnalysis:
 
     def holding_before(self, step: Step, holds: Callable[[str, cst.BaseExpression], bool]) -> FrozenSet[str]:
         """Names that may hold a value for which ``holds(name, value)`` just before ``step``."""
+        return self.holding_where(holds)[step]
+
+    def holding_where(self, holds: Callable[[str, cst.BaseExpression], bool]) -> Dict[Step, FrozenSet[str]]:
+        """For every step, the names that may hold a value for which ``holds(name, value)`` just
+        before it."""
         bindings = {s: self._bindings(s.node) for s in self.graph.steps if s.node is not None}
 
         def transfer(current: Step, before: FrozenSet[str]) -> FrozenSet[str]:
             gens = {name for name, value in bindings.get(current, ()) if value is not None and holds(name, value)}
             return frozenset((before - current.binds - current.deletes) | gens)
 
-        return dataflow.solve_forward_may(self.graph, transfer)[step]
+        return dataflow.solve_forward_may(self.graph, transfer)
 
     @functools.cached_property
     def _graphs_kept(self) -> Dict[Step, FrozenSet[str]]:

@@ -11,6 +11,7 @@ from libcst.metadata import ParentNodeProvider, PositionProvider
 
 from gpulint.analysis import scope
 from gpulint.analysis.gradients import GradientFlow
+from gpulint.analysis.cfg import Step
 from gpulint.analysis.scope import ScopeAnalysis
 from gpulint.analysis.tensors import dotted_name, subexpressions
 from gpulint.engine.diagnostics import Applicability, FixOutcome, NoFix
@@ -44,7 +45,8 @@ UPDATE_CALL = re.compile(r"optimi[sz]e|update|step", re.IGNORECASE)
 ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)
 """Operators whose result keeps the autograd history of either operand."""
 MAX_HISTORY_DEPTH = 6
-"""How deep :meth:`AccumulatedAutogradHistory._may_carry` follows bindings and operands."""
+"""How deep :meth:`AccumulatedAutogradHistory._may_carry` follows bindings and operands, and how
+many times :meth:`AccumulatedAutogradHistory._history_holding` reads a scope again."""
 HELPER_FUNCTION = re.compile(r".*collate.*", re.IGNORECASE)
 """Functions that assemble one batch: what they stack or sum is data, not history across steps."""
 
@@ -70,6 +72,9 @@ class AccumulatedAutogradHistory(Rule):
         # The frozen models' calls whose inputs are being read (_given_shown_history), which may
         # read the same call again through the names its output is bound to.
         self._reading_inputs: Set[int] = set()
+        self._history_read: Dict[int, Dict[Step, FrozenSet[str]]] = {}
+        self._backpropagated_names: Dict[int, Set[str]] = {}
+        self._scope_backward_names: Dict[int, Set[str]] = {}
 
     @classmethod
     def seeds(cls, model: SemanticModel) -> List[ast.AST]:
@@ -309,20 +314,65 @@ class AccumulatedAutogradHistory(Rule):
     def _carries_history(self, value: cst.BaseExpression, loop: cst.CSTNode, analysis: ScopeAnalysis, at: cst.CSTNode) -> bool:
         """A name ``.backward()`` is called on inside the loop (or a part of that loss unpacked beside
         it: :func:`~gpulint.semantic.history.loss_parts`), or the output of a module, a criterion
-        or a ``torch.nn.functional`` function computed with gradients on, still bound here; or
-        arithmetic or a reduction of one (``torch.mean(loss) / n``, ``criterion(out, y).sum()``)."""
+        or a ``torch.nn.functional`` function computed with gradients on, still bound here, or
+        arithmetic of such values bound to a name (:meth:`_history_holding`); or arithmetic or a
+        reduction of one (``torch.mean(loss) / n``, ``criterion(out, y).sum()``)."""
+
+        def holding_here() -> FrozenSet[str]:
+            statement = _small_statement(self, at)
+            step = analysis.step_of(statement) if statement is not None else None
+            return frozenset() if step is None else self._history_holding(loop, analysis).get(step, frozenset())
+
+        return self._reads_history(value, holding_here, analysis)
+
+    def _reads_history(
+        self, value: cst.BaseExpression, holding: Callable[[], FrozenSet[str]], analysis: ScopeAnalysis
+    ) -> bool:
+        """Whether ``value`` carries history where the names that do are ``holding()``: such a
+        name, a call that produces history, or arithmetic or a reduction of one."""
         reduced = self._reduced(value) if isinstance(value, cst.Call) else None
         if reduced is not None:
-            return self._carries_history(reduced, loop, analysis, at)
+            return self._reads_history(reduced, holding, analysis)
         if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, ARITHMETIC):
-            return self._carries_history(value.left, loop, analysis, at) or self._carries_history(value.right, loop, analysis, at)
+            return self._reads_history(value.left, holding, analysis) or self._reads_history(value.right, holding, analysis)
         if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
-            return self._carries_history(value.expression, loop, analysis, at)
+            return self._reads_history(value.expression, holding, analysis)
         if isinstance(value, cst.Call):
             return self._graph_producing(value, analysis)
-        if not isinstance(value, cst.Name):
-            return False
-        name = value.value
+        return isinstance(value, cst.Name) and value.value in holding()
+
+    def _history_holding(self, loop: cst.CSTNode, analysis: ScopeAnalysis) -> Dict[Step, FrozenSet[str]]:
+        """For each step of the scope, the names that may hold a value with history there, reading
+        ``loop``'s backward passes (:meth:`_binds_history`), once for each loop. A name bound to
+        arithmetic carries history where an operand does where the binding reads it
+        (``total_loss = 0.5 * mse_loss / scale - torch.mean(log_det)`` after ``mse_loss =
+        self.make_loss(pred, y)``): read again with what the last reading found, until nothing
+        changes, at most :data:`MAX_HISTORY_DEPTH` times. A reading asked for while it is being
+        made sees what was found so far."""
+        known = self._history_read.get(id(loop))
+        if known is not None:
+            return known
+        backward_in_loop = self._backpropagated_in(loop)
+        solution: Dict[Step, FrozenSet[str]] = {}
+        self._history_read[id(loop)] = solution
+        for _ in range(MAX_HISTORY_DEPTH):
+            found_before = solution
+
+            def holds(name: str, value: cst.BaseExpression, found_before: Dict[Step, FrozenSet[str]] = found_before) -> bool:
+                return self._binds_history(name, value, backward_in_loop, analysis, found_before)
+
+            solution = analysis.holding_where(holds)
+            self._history_read[id(loop)] = solution
+            if solution == found_before:
+                break
+        return solution
+
+    def _backpropagated_in(self, loop: cst.CSTNode) -> Set[str]:
+        """The names ``.backward()`` is called on inside ``loop``, with the loss parts unpacked beside
+        one (:func:`~gpulint.semantic.history.loss_parts`), read once for each loop."""
+        known = self._backpropagated_names.get(id(loop))
+        if known is not None:
+            return known
         backward_in_loop = _backward_names(loop)
         model = self.context.model
         if model is not None:
@@ -333,14 +383,8 @@ class AccumulatedAutogradHistory(Rule):
                     found = parts.get((position.start.line, position.start.column), set())
                     if found and _names_of(node) & backward_in_loop:
                         backward_in_loop = backward_in_loop | found
-        statement = _small_statement(self, at)
-        step = analysis.step_of(statement) if statement is not None else None
-        if step is None:
-            return False
-        with_history = analysis.holding_before(
-            step, lambda bound, bound_value: self._binds_history(bound, bound_value, backward_in_loop, analysis)
-        )
-        return name in with_history
+        self._backpropagated_names[id(loop)] = backward_in_loop
+        return backward_in_loop
 
     def _reduced(self, call: cst.Call) -> Optional[cst.BaseExpression]:
         """:func:`~gpulint.semantic.history.reduced_value` on libcst's tree."""
@@ -352,11 +396,21 @@ class AccumulatedAutogradHistory(Rule):
             return func.value
         return None
 
-    def _binds_history(self, name: str, value: cst.BaseExpression, backward_in_loop: Set[str], analysis: ScopeAnalysis) -> bool:
+    def _binds_history(
+        self, name: str, value: cst.BaseExpression, backward_in_loop: Set[str], analysis: ScopeAnalysis,
+        found_before: Dict[Step, FrozenSet[str]],
+    ) -> bool:
+        """Whether binding ``name`` to ``value`` gives it autograd history: a loss backpropagated in
+        the loop, a call that produces history, or arithmetic of values that carry it where the
+        binding reads them, by the names ``found_before`` holds there (:meth:`_history_holding`)."""
         if analysis.tensors.releases(value) or _detached(value) or self._grad_off(value):
             return False
         if name in backward_in_loop:
             return True
+        if isinstance(value, (cst.BinaryOperation, cst.UnaryOperation)):
+            statement = _small_statement(self, value)
+            step = analysis.step_of(statement) if statement is not None else None
+            return step is not None and self._reads_history(value, lambda: found_before.get(step, frozenset()), analysis)
         if not isinstance(value, cst.Call):
             return False
         helper_call = self._loss_helper_call(value)
@@ -476,7 +530,7 @@ class AccumulatedAutogradHistory(Rule):
         return None
 
     def _name_may_carry(self, name: str, at: cst.CSTNode, analysis: ScopeAnalysis, depth: int) -> bool:
-        if name == "self" or name in _backward_names(analysis.node):
+        if name == "self" or name in self._backward_names_in(analysis.node):
             return True
         statement = _small_statement(self, at)
         step = analysis.step_of(statement) if statement is not None else None
@@ -490,6 +544,12 @@ class AccumulatedAutogradHistory(Rule):
             and self._may_carry(bound_value, bound_value, analysis, depth + 1)
         )
         return name in carrying
+
+    def _backward_names_in(self, scope: cst.CSTNode) -> Set[str]:
+        """The names ``.backward()`` is called on in ``scope``, read once for each scope."""
+        if id(scope) not in self._scope_backward_names:
+            self._scope_backward_names[id(scope)] = _backward_names(scope)
+        return self._scope_backward_names[id(scope)]
 
     def _batch_names(self, node: cst.CSTNode) -> Set[str]:
         """The names bound by the targets of the loops around ``node`` that draw batches."""

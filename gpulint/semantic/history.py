@@ -3,7 +3,8 @@ once: a call of a module, a criterion, a ``torch.nn.functional`` function, a ``*
 torch or a helper that returns a forward output computed with gradients on (of a model that is not
 frozen, :mod:`gpulint.semantic.frozen`, or of a frozen one given an argument that may carry
 history); a name that ``.backward()`` is called on, or a name spelling ``loss`` unpacked beside
-one (:func:`loss_parts`), or that its scope binds to such a call; and a call of a loss helper of
+one (:func:`loss_parts`), or that its scope binds to such a call or to arithmetic of such values
+(``total = 0.5 * loss - torch.mean(log_det)``); and a call of a loss helper of
 the module (:attr:`AutogradHistory.loss_helpers`) given an argument that may carry history. A helper
 whose every returned value is computed without history (:mod:`gpulint.semantic.grad_free_returns`:
 a feature extractor with its own ``torch.no_grad()`` block) is neither such a helper nor a loss helper.
@@ -140,7 +141,8 @@ class AutogradHistory:
     def _history_names(self, bindings: List[Tuple[str, ast.expr]]) -> Set[Tuple[str, ast.AST]]:
         return {
             (name, self.model.scope_of(value)) for name, value in bindings
-            if isinstance(value, ast.Call) and self.produces(value)
+            if (isinstance(value, ast.Call) and self.produces(value))
+            or (isinstance(value, (ast.BinOp, ast.UnaryOp)) and self.may_carry(value))
         }
 
     def calls_frozen_model(self, call: ast.Call) -> bool:
@@ -186,8 +188,9 @@ class AutogradHistory:
         return True
 
     def may_carry(self, value: ast.expr) -> bool:
-        """Whether ``value`` (a call or a name read in its scope, or arithmetic or a reduction of
-        one: ``torch.mean(loss) / n``, ``criterion(out, y).sum()``) may carry autograd history."""
+        """Whether ``value`` (a call or a name read in its scope, or arithmetic, a reduction or a
+        slice of one: ``torch.mean(loss) / n``, ``criterion(out, y).sum()``, ``pred[:, 1:]``) may
+        carry autograd history."""
         reduced = reduced_value(self.model, value) if isinstance(value, ast.Call) else None
         if reduced is not None:
             return self.may_carry(reduced)
@@ -197,6 +200,8 @@ class AutogradHistory:
             return self.may_carry(value.left) or self.may_carry(value.right)
         if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.USub):
             return self.may_carry(value.operand)
+        if isinstance(value, ast.Subscript):
+            return self.may_carry(value.value)
         return isinstance(value, ast.Name) and (
             value.id in self.backward_names or (value.id, self.model.scope_of(value)) in self.history_names
         )
