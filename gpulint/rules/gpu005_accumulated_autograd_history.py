@@ -72,7 +72,10 @@ class AccumulatedAutogradHistory(Rule):
         # The frozen models' calls whose inputs are being read (_given_shown_history), which may
         # read the same call again through the names its output is bound to.
         self._reading_inputs: Set[int] = set()
-        self._history_read: Dict[int, Dict[Step, FrozenSet[str]]] = {}
+        self._history_read: Dict[Tuple[int, int], Dict[Step, FrozenSet[str]]] = {}
+        # The data loop whose accumulation is being read (_check): values bound before it are the
+        # same in every iteration.
+        self._accumulating_loop: Optional[cst.CSTNode] = None
         self._backpropagated_names: Dict[int, Set[str]] = {}
         self._scope_backward_names: Dict[int, Set[str]] = {}
 
@@ -135,8 +138,12 @@ class AccumulatedAutogradHistory(Rule):
         analysis = self.context.analyses.of(self, statement)
         if analysis is None or _is_forward(analysis.node) or self._in_batch_helper(analysis.node) or self._on_the_cpu(analysis.node, loop):
             return
-        if not self._carries_history(value, loop, analysis, statement) or self._backpropagated(accumulated, analysis):
-            return
+        self._accumulating_loop = loop
+        try:
+            if not self._carries_history(value, loop, analysis, statement) or self._backpropagated(accumulated, analysis):
+                return
+        finally:
+            self._accumulating_loop = None
         message = self.message.format(
             value=self.context.module.code_for_node(value),
             detached=self.context.module.code_for_node(_parenthesized(value)),
@@ -349,23 +356,31 @@ class AccumulatedAutogradHistory(Rule):
         self.make_loss(pred, y)``): read again with what the last reading found, until nothing
         changes, at most :data:`MAX_HISTORY_DEPTH` times. A reading asked for while it is being
         made sees what was found so far."""
-        known = self._history_read.get(id(loop))
+        key = (id(loop), id(self._accumulating_loop))
+        known = self._history_read.get(key)
         if known is not None:
             return known
         backward_in_loop = self._backpropagated_in(loop)
         solution: Dict[Step, FrozenSet[str]] = {}
-        self._history_read[id(loop)] = solution
+        self._history_read[key] = solution
         for _ in range(MAX_HISTORY_DEPTH):
             found_before = solution
 
             def holds(name: str, value: cst.BaseExpression, found_before: Dict[Step, FrozenSet[str]] = found_before) -> bool:
-                return self._binds_history(name, value, backward_in_loop, analysis, found_before)
+                return self._binds_history(name, value, backward_in_loop, analysis, loop, found_before)
 
             solution = analysis.holding_where(holds)
-            self._history_read[id(loop)] = solution
+            self._history_read[key] = solution
             if solution == found_before:
                 break
         return solution
+
+    def _inside(self, node: cst.CSTNode, loop: cst.CSTNode) -> bool:
+        """Whether ``node`` is part of ``loop``."""
+        current: Optional[cst.CSTNode] = node
+        while current is not None and current is not loop:
+            current = self.get_metadata(ParentNodeProvider, current, None)
+        return current is loop
 
     def _backpropagated_in(self, loop: cst.CSTNode) -> Set[str]:
         """The names ``.backward()`` is called on inside ``loop``, with the loss parts unpacked beside
@@ -398,11 +413,14 @@ class AccumulatedAutogradHistory(Rule):
 
     def _binds_history(
         self, name: str, value: cst.BaseExpression, backward_in_loop: Set[str], analysis: ScopeAnalysis,
-        found_before: Dict[Step, FrozenSet[str]],
+        loop: cst.CSTNode, found_before: Dict[Step, FrozenSet[str]],
     ) -> bool:
         """Whether binding ``name`` to ``value`` gives it autograd history: a loss backpropagated in
-        the loop, a call that produces history, or arithmetic of values that carry it where the
-        binding reads them, by the names ``found_before`` holds there (:meth:`_history_holding`)."""
+        the loop, a call that produces history, or arithmetic, in the loop, of values that carry it
+        where the binding reads them, by the names ``found_before`` holds there
+        (:meth:`_history_holding`). Arithmetic bound before the loop is one value, the same in every
+        iteration (a stale loss of an earlier training loop reaching a validation loop through a
+        branch that binds nothing new is no history of that iteration)."""
         if analysis.tensors.releases(value) or _detached(value) or self._grad_off(value):
             return False
         if name in backward_in_loop:
@@ -410,7 +428,10 @@ class AccumulatedAutogradHistory(Rule):
         if isinstance(value, (cst.BinaryOperation, cst.UnaryOperation)):
             statement = _small_statement(self, value)
             step = analysis.step_of(statement) if statement is not None else None
-            return step is not None and self._reads_history(value, lambda: found_before.get(step, frozenset()), analysis)
+            return (
+                step is not None and self._inside(value, loop)
+                and self._reads_history(value, lambda: found_before.get(step, frozenset()), analysis)
+            )
         if not isinstance(value, cst.Call):
             return False
         helper_call = self._loss_helper_call(value)
@@ -431,8 +452,10 @@ class AccumulatedAutogradHistory(Rule):
         """A call whose result may carry autograd history: a module's (or model's) forward pass, a
         helper that returns one computed with gradients on, a loss helper of the module given an
         argument that may carry history, or a criterion or functional call not given only detached
-        values. A torch loss module or a torch function holds no parameters, so
-        its result carries history only when an argument may (:meth:`_given_history`)."""
+        values. A torch loss module (built in the scope, or at the top of the module:
+        :meth:`~gpulint.semantic.history.AutogradHistory.calls_torch_loss`) or a torch function
+        holds no parameters, so its result carries history only when an argument may
+        (:meth:`_given_history`)."""
         if _detached(call) or analysis.tensors.releases(call):
             return False
         func = call.func
@@ -443,7 +466,10 @@ class AccumulatedAutogradHistory(Rule):
         if self._loss_helper_call(call) is not None:
             return self._given_history(call, analysis, depth)
         names = self._names(func)
-        parameter_free = dotted_name(func) in analysis.torch_criteria or any(
+        model, found = self.context.model, self._model_call(call)
+        parameter_free = dotted_name(func) in analysis.torch_criteria or (
+            model is not None and found is not None and model.derived(AutogradHistory).calls_torch_loss(found)
+        ) or any(
             q.startswith(FUNCTIONAL_NAMESPACE) or (is_torch_tensor_function(q) and q.endswith("_loss")) for q in names
         )
         if parameter_free or dotted_name(func) in analysis.criteria:
@@ -486,8 +512,12 @@ class AccumulatedAutogradHistory(Rule):
         under a grad-off block, detached, or of such values (an output computed under
         ``torch.no_grad()``, ``gt = batch["gt"].to(device)``); a name the loop that draws batches
         binds (a batch holds data); a call of a function of the module whose every result is
-        computed with gradients off (:meth:`_calls_grad_free_function`). A name no binding here gives
-        a value (a parameter), an attribute of ``self``, and a call of an unknown function may carry it."""
+        computed with gradients off (:meth:`_calls_grad_free_function`). Of the bindings that reach
+        here, only those made inside the data loop whose accumulation is read count: a value bound
+        before it (an earlier training loop's output, reaching a validation loop through a branch
+        that binds nothing new, or through an ``else`` that builds an exception and never raises
+        it) is the same in every iteration. A name no binding here gives a value (a parameter), an
+        attribute of ``self``, and a call of an unknown function may carry it."""
         if depth > MAX_HISTORY_DEPTH:
             return True
         if analysis.tensors.releases(value) or _detached(value):
@@ -541,7 +571,8 @@ class AccumulatedAutogradHistory(Rule):
             return name not in self._batch_names(at)
         carrying = analysis.holding_before(
             step, lambda bound, bound_value: bound == name and not self._grad_off(bound_value)
-            and self._may_carry(bound_value, bound_value, analysis, depth + 1)
+            and (self._accumulating_loop is None or self._inside(bound_value, self._accumulating_loop))
+            and self._may_carry(bound_value, bound_value, analysis, depth + 1),
         )
         return name in carrying
 

@@ -145,6 +145,31 @@ class AutogradHistory:
             or (isinstance(value, (ast.BinOp, ast.UnaryOp)) and self.may_carry(value))
         }
 
+    def calls_torch_loss(self, call: ast.Call) -> bool:
+        """Whether ``call`` calls a name every assignment of which, in the scope it refers to, builds
+        a torch loss module (``mse = nn.MSELoss()`` at the top of a script, called in a function):
+        a loss that holds no parameters, whose result carries history only where an argument does.
+        Not a parameter, whatever the module binds elsewhere under the same name."""
+        func = call.func
+        if not isinstance(func, ast.Name):
+            return False
+        binding = self.model.scope_at(func).resolve(func.id)
+        node = binding.scope.node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and func.id in {
+            argument.arg for argument in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs, node.args.vararg, node.args.kwarg]
+            if argument is not None
+        }:
+            return False
+        stores = [use for use in self.model.uses(binding) if not isinstance(use.ctx, ast.Load)]
+        return bool(stores) and all(self._builds_torch_loss(store) for store in stores)
+
+    def _builds_torch_loss(self, store: ast.Name) -> bool:
+        statement = self.model.parent(store)
+        return (
+            isinstance(statement, ast.Assign) and statement.targets == [store] and isinstance(statement.value, ast.Call)
+            and any(is_loss_module(q) for q in self.model.qualified_names(statement.value.func))
+        )
+
     def calls_frozen_model(self, call: ast.Call) -> bool:
         """Whether ``call`` is a forward pass of a frozen model (``G(z)`` after
         ``G.requires_grad_(False)``): its output carries history only where an argument does."""
