@@ -163,7 +163,7 @@ def read_verdicts(path: Path = VERDICTS) -> List[Verdict]:
             if not cause or not line.isdigit():
                 raise InputError(f"{path}:{number}: every row needs a line number and a cause")
             entry = Verdict(repo, file, "" if cell in ("", "-") else cell, int(line), rule, verdict, fix, cause)
-            if entry.key in seen and not (seen[entry.key][1] == "MISS" and verdict == "TP"):
+            if entry.key in seen and not (seen[entry.key][1] == "MISS" and verdict != "MISS"):
                 raise InputError(f"{path}:{number}: the same finding is judged on line {seen[entry.key][0]}")
             seen[entry.key] = (number, verdict)
             verdicts.append(entry)

@@ -128,6 +128,21 @@ def test_a_miss_that_becomes_reported_is_judged_by_a_second_row_and_counts_once(
     assert _run(tmp_path).returncode == 2, "a MISS row after a judged row is a second judgement"
 
 
+def test_a_reported_miss_judged_trivial_counts_against_precision_and_stays_a_known_tp(tmp_path):
+    miss = "someone/trainer\ttrain.py\t7\t-\tGPU001\tMISS\t-\tstate dict saved from the GPU, not reported before\n"
+    rest = "".join(ALL_JUDGED.splitlines(keepends=True)[1:])
+    trivial = ALL_JUDGED.splitlines(keepends=True)[0].replace("\tTP\t", "\tTRIVIAL\t")
+    _setup(tmp_path, miss + rest + trivial)
+    results = tmp_path / "wild.json"
+    completed = _run(tmp_path, "--results", str(results))
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    gpu001 = json.loads(results.read_text(encoding="utf-8"))["rules"]["GPU001"]
+    assert (gpu001["TP"], gpu001["TRIVIAL"]) == (1, 1), "the finding counts as judged when reported"
+    assert (gpu001["known_tp"], gpu001["known_tp_reported"]) == (2, 2), "the MISS row still counts for recall"
+    _setup(tmp_path, miss + rest + trivial + ALL_JUDGED.splitlines(keepends=True)[0])
+    assert _run(tmp_path).returncode == 2, "a reported MISS is judged once"
+
+
 def test_findings_lists_every_finding_with_its_verdict_and_what_was_offered(tmp_path):
     miss = "someone/trainer\ttrain.py\t7\t-\tGPU001\tMISS\t-\tstate dict saved from the GPU, not reported before\n"
     _setup(tmp_path, miss + "".join(ALL_JUDGED.splitlines(keepends=True)[1:]))
