@@ -19,6 +19,7 @@ from gpulint.semantic.computed_as_loaded import computed_beside_gpu_values_as_lo
 from gpulint.semantic.construction_weights import loaded_while_built
 from gpulint.semantic.dead_code import never_runs
 from gpulint.semantic.fed_as_loaded import fed_to_computation_as_loaded
+from gpulint.semantic.fed_to_cpu_model import run_by_a_cpu_model
 from gpulint.semantic.installed_as_loaded import attached_where_placed, installed_as_loaded
 from gpulint.semantic.mapping_use import MappingUse
 from gpulint.semantic.model import Function, SemanticModel
@@ -357,7 +358,9 @@ def _holds_no_device_tensors(model: SemanticModel, call: ast.Call) -> bool:
     the code uses as a numpy array; pycocotools' evaluation dict (``data["params"].recThrs``:
     :func:`~gpulint.semantic.coco_evaluation.read_as_coco_evaluation`); or a map-style dataset's
     data that a pinning ``DataLoader`` serves (pinning raises on CUDA tensors:
-    :func:`~gpulint.semantic.pinned_dataset.served_by_a_pinning_loader`)."""
+    :func:`~gpulint.semantic.pinned_dataset.served_by_a_pinning_loader`); or tensors the program
+    runs a model it keeps on the CPU on, which would raise on CUDA tensors
+    (:func:`~gpulint.semantic.fed_to_cpu_model.run_by_a_cpu_model`)."""
     loaded = loaded_path(call)
     if loaded is None:
         return False
@@ -373,7 +376,9 @@ def _holds_no_device_tensors(model: SemanticModel, call: ast.Call) -> bool:
     scope: ast.AST = function.node if function is not None else model.tree
     if _downloaded(model, scope, loaded, call) or (function is not None and _downloaded_by_every_caller(model, function, loaded)):
         return True
-    return model.derived(ArrayData).is_array_data(call) or read_as_coco_evaluation(model, call) or served_by_a_pinning_loader(model, call)
+    return model.derived(ArrayData).is_array_data(call) or read_as_coco_evaluation(model, call) or (
+        served_by_a_pinning_loader(model, call) or run_by_a_cpu_model(model, call)
+    )
 
 
 def _names_a_vocabulary(loaded: ast.expr) -> bool:

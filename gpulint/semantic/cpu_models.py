@@ -49,14 +49,19 @@ def runs_on_the_cpu(model: SemanticModel, call: ast.Call) -> bool:
     the module's docstring)."""
     func = call.func
     receiver = func.value if isinstance(func, ast.Attribute) and func.attr in FORWARD_METHODS else func
-    if not isinstance(receiver, ast.Name):
-        return False
-    binding = model.scope_at(call).resolve(receiver.id)
+    return isinstance(receiver, ast.Name) and held_on_the_cpu(model, receiver, call)
+
+
+def held_on_the_cpu(model: SemanticModel, name: ast.Name, call: ast.Call) -> bool:
+    """Whether ``name``, read by ``call`` (which runs it, or hands it to a function), refers to a
+    module the scope making the call built on the CPU and has not moved before it (see the
+    module's docstring)."""
+    binding = model.scope_at(call).resolve(name.id)
     if binding.scope is not model.scope_at(call) or binding.name in binding.scope.parameters or model.bound_otherwise(binding):
         return False
     if model.derived(moves_inputs):
         return False
-    earlier = [use for use in model.uses(binding) if use is not receiver and _may_run_before(model, use, call)]
+    earlier = [use for use in model.uses(binding) if use is not name and _may_run_before(model, use, call)]
     return any(isinstance(use.ctx, ast.Store) for use in earlier) and all(_keeps_it_on_the_cpu(model, use) for use in earlier)
 
 
