@@ -36,14 +36,12 @@ PLACE_KEEPING_METHODS = DEVICE_KEEPING_TENSOR_METHODS | (LAYOUT_METHODS - {"to",
 def run_by_a_cpu_model(model: SemanticModel, call: ast.Call) -> bool:
     """Whether what ``call`` loads is run by a model the program keeps on the CPU (see the module's
     docstring)."""
-    statement = model.parent(call)
-    if not (isinstance(statement, ast.Assign) and statement.value is call and len(statement.targets) == 1):
+    assigned = model.assigned_name(call)
+    if assigned is None:
         return False
-    target = statement.targets[0]
-    if not isinstance(target, ast.Name):
-        return False
-    binding = model.scope_at(target).resolve(target.id)
-    if _stores(model, binding) != [target] or model.bound_otherwise(binding):
+    target, place = assigned
+    binding = place.binding
+    if place.path or _stores(model, binding) != [target] or model.bound_otherwise(binding):
         return False
     scope = binding.scope.node
     for use in model.uses(binding):
