@@ -6,6 +6,7 @@ Each test changes one thing a wrong scorer would get wrong.
 
 from __future__ import annotations
 
+import csv
 import json
 import subprocess
 import sys
@@ -243,3 +244,27 @@ def test_rules_remeasures_those_rules_alone_and_merges_their_figures_into_the_re
     (tmp_path / "verdicts.tsv").write_text(HEADER + ALL_JUDGED + "other/empty\tutil.py\t1\t-\tGPU001\tMISS\t-\ta load\n", encoding="utf-8")
     completed = _run(tmp_path, "--rules", "GPU001")
     assert completed.returncode == 2 and "other/empty" in completed.stderr, "a repository with rows of the rule needs its checkout"
+
+
+def test_the_second_reading_matches_the_verdicts_and_the_counts_the_readme_gives():
+    """Each finding read again carries the verdict its set's file gives it, and the agreement the
+    README states is what the file holds."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import wild
+    finally:
+        sys.path.pop(0)
+    folder = ROOT / "benchmarks" / "wild"
+    with (folder / "agreement-second-reading.tsv").open(encoding="utf-8", newline="") as stream:
+        rows = list(csv.DictReader(stream, delimiter="\t"))
+    assert len(rows) == 40
+    for row in rows:
+        verdicts = {v.key: v for v in wild.read_verdicts(folder / f"{row['set']}-verdicts.tsv")}
+        key = wild.Verdict(row["repo"], row["path"], "" if row["cell"] == "-" else row["cell"], int(row["line"]), row["rule"], "", "", "").key
+        assert verdicts[key].verdict == row["first_verdict"], row
+        assert row["second_verdict"] in ("TP", "TRIVIAL", "FP") and row["second_fix"] in ("same", "changes", "wrong")
+    agree = sum((row["first_verdict"] == "TP") == (row["second_verdict"] == "TP") for row in rows)
+    trivial_read_as_tp = sum(row["first_verdict"] == "TRIVIAL" and row["second_verdict"] == "TP" for row in rows)
+    readme = (folder / "README.md").read_text(encoding="utf-8")
+    assert f"The two readings agree on {agree} of {len(rows)}" in readme
+    assert f"Of the {sum(row['first_verdict'] == 'TRIVIAL' for row in rows)} first judged TRIVIAL, {trivial_read_as_tp} were read as TP" in readme
