@@ -25,6 +25,7 @@ from gpulint.semantic.evaluation import EvaluationFacts, ScopeFacts
 from gpulint.semantic.explained_models import differentiated_elsewhere
 from gpulint.semantic.fabricated_inputs import given_only_cpu_fabrications
 from gpulint.semantic.cpu_models import runs_on_the_cpu
+from gpulint.semantic.gradient_twins import has_a_grad_free_twin
 from gpulint.semantic.library_inference import runs_its_own_inference
 from gpulint.semantic.forward_methods import forward_methods
 from gpulint.semantic.forward_values import hands_on, keeps_nothing_from
@@ -668,11 +669,15 @@ def _builds_a_graph_on_the_gpu(model: SemanticModel, facts: EvaluationFacts, cal
     (:func:`given_only_cpu_fabrications`: a smoke test or shape probe, which a model on the GPU would
     reject), nor of a model the scope still holds on the CPU (:func:`runs_on_the_cpu`: a tutorial's
     pass before its ``net.to(device)``), nor a library model's own inference method, which switches
-    gradients off itself (:func:`runs_its_own_inference`: ``SentenceTransformer(...).encode(texts)``)."""
+    gradients off itself (:func:`runs_its_own_inference`: ``SentenceTransformer(...).encode(texts)``),
+    nor a call the code runs with gradients on purpose, in the branch of an ``if`` whose other
+    branch runs it under ``torch.no_grad()`` (:func:`has_a_grad_free_twin`: a fine-tuning branch)."""
     place = facts.model_place(call)
     if place in facts.frozen or runs_without_grad_by_its_decorator(model, call):
         return False
     if given_only_cpu_fabrications(model, call) or runs_on_the_cpu(model, call) or runs_its_own_inference(model, call):
+        return False
+    if has_a_grad_free_twin(model, call):
         return False
     return place is None or model.mentions_accelerator or not model.bound_here(place)
 

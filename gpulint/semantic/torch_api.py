@@ -419,9 +419,10 @@ GRAD_FREE_LIBRARY_METHODS: Dict[str, FrozenSet[str]] = {
 sentence-transformers' ``SentenceTransformer.encode`` (and its query and document variants) wraps
 the model's forward pass in ``torch.no_grad()`` (``torch.inference_mode()`` in later releases), so
 a call of it builds no graph. Keyed by the class that builds the model."""
-FORWARD_METHODS = frozenset({"forward", "inference", "infer", "encode", "decode"})
+FORWARD_METHODS = frozenset({"forward", "inference", "infer", "encode", "decode", "encode_image", "encode_text"})
 """Methods that run a model's forward pass (``model.inference(x)`` in Tacotron-style models,
-``model.encode(src)`` and ``model.decode(memory, tgt)`` in encoder-decoders)."""
+``model.encode(src)`` and ``model.decode(memory, tgt)`` in encoder-decoders, CLIP's
+``model.encode_image(images)`` and ``model.encode_text(tokens)``, its two towers)."""
 
 TORCH_NN_SPELLINGS = frozenset({"", "nn", "torch.nn"})
 """How a class of ``torch.nn`` is named as written, read where a class of another file is read

@@ -1,0 +1,51 @@
+"""Forward calls a program runs with gradients on purpose, beside a twin without them.
+
+``if train: features = self.model.encode_text(tokens)`` and ``else: with torch.no_grad():
+features = self.model.encode_text(tokens)``: the code chose, branch by branch, where gradients
+flow; the branch that keeps them feeds a training step somewhere (fine-tuning the text tower), and
+switching them off there would cut the gradients it needs. Decided for a call in one branch of an
+``if`` (not inside a function or class defined there) where the other branch runs a call spelt
+the same way (the same callee, as written) inside a ``with`` block that turns gradients off
+(:meth:`~gpulint.semantic.model.SemanticModel.turns_grad_off`).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator, List, Optional
+
+from gpulint.semantic.model import SemanticModel
+from gpulint.semantic.survey import own_nodes
+
+
+def has_a_grad_free_twin(model: SemanticModel, call: ast.Call) -> bool:
+    """Whether ``call`` sits in one branch of an ``if`` whose other branch runs the same callee with
+    gradients off (see the module's docstring)."""
+    spelling = ast.dump(call.func)
+    child: ast.AST = call
+    for ancestor in model.ancestors(call):
+        if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return False
+        if isinstance(ancestor, ast.If):
+            branch = _branch_holding(ancestor, child)
+            if branch is not None:
+                other = ancestor.orelse if branch is ancestor.body else ancestor.body
+                if any(ast.dump(twin.func) == spelling for twin in _calls_without_grad(model, other)):
+                    return True
+        child = ancestor
+    return False
+
+
+def _branch_holding(statement: ast.If, child: ast.AST) -> Optional[List[ast.stmt]]:
+    if any(node is child for node in statement.body):
+        return statement.body
+    if any(node is child for node in statement.orelse):
+        return statement.orelse
+    return None
+
+
+def _calls_without_grad(model: SemanticModel, statements: List[ast.stmt]) -> Iterator[ast.Call]:
+    """The calls inside ``with`` blocks that turn gradients off, among ``statements``."""
+    for node in own_nodes(statements):
+        if isinstance(node, (ast.With, ast.AsyncWith)) and any(model.turns_grad_off(item.context_expr) for item in node.items):
+            yield from (inner for inner in own_nodes(node.body) if isinstance(inner, ast.Call))
