@@ -1,12 +1,16 @@
 """Forward calls a program runs with gradients on purpose, beside a twin without them.
 
 ``if train: features = self.model.encode_text(tokens)`` and ``else: with torch.no_grad():
-features = self.model.encode_text(tokens)``: the code chose, branch by branch, where gradients
+features = self.model.encode_text(tokens)``: the code chose, by a training flag, where gradients
 flow; the branch that keeps them feeds a training step somewhere (fine-tuning the text tower), and
 switching them off there would cut the gradients it needs. Decided for a call in one branch of an
-``if`` (not inside a function or class defined there) where the other branch runs a call spelt
-the same way (the same callee, as written) inside a ``with`` block that turns gradients off
-(:meth:`~gpulint.semantic.model.SemanticModel.turns_grad_off`).
+``if`` (not inside a function or class defined there) whose test reads a training flag (a name,
+attribute or string with a word of :data:`TRAINING_FLAG_WORDS`: ``train``, ``self.training``,
+``mode == "train"``, ``requires_grad``), where the other branch runs a call spelt the same way (the
+same callee, as written) inside a ``with`` block that turns gradients off
+(:meth:`~gpulint.semantic.model.SemanticModel.turns_grad_off`). Two inference paths, one of which
+forgot ``torch.no_grad()`` (``if video_file:`` frames with gradients on, ``else:`` an image under
+``no_grad``), are no such choice.
 """
 
 from __future__ import annotations
@@ -14,8 +18,12 @@ from __future__ import annotations
 import ast
 from typing import Iterator, List, Optional
 
+from gpulint.semantic.batch_names import name_words
 from gpulint.semantic.model import SemanticModel
-from gpulint.semantic.survey import own_nodes
+from gpulint.semantic.survey import ast_dotted_name, own_nodes
+
+TRAINING_FLAG_WORDS = frozenset({"train", "training", "finetune", "finetuning", "grad", "grads", "gradient", "gradients"})
+"""Words of a flag that picks whether a branch trains (``is_train``, ``self.training``, ``requires_grad``)."""
 
 
 def has_a_grad_free_twin(model: SemanticModel, call: ast.Call) -> bool:
@@ -26,7 +34,7 @@ def has_a_grad_free_twin(model: SemanticModel, call: ast.Call) -> bool:
     for ancestor in model.ancestors(call):
         if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
             return False
-        if isinstance(ancestor, ast.If):
+        if isinstance(ancestor, ast.If) and _reads_a_training_flag(ancestor.test):
             branch = _branch_holding(ancestor, child)
             if branch is not None:
                 other = ancestor.orelse if branch is ancestor.body else ancestor.body
@@ -34,6 +42,16 @@ def has_a_grad_free_twin(model: SemanticModel, call: ast.Call) -> bool:
                     return True
         child = ancestor
     return False
+
+
+def _reads_a_training_flag(test: ast.expr) -> bool:
+    words = set()
+    for node in ast.walk(test):
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            words |= name_words(ast_dotted_name(node) or "")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            words |= name_words(node.value)
+    return bool(words & TRAINING_FLAG_WORDS)
 
 
 def _branch_holding(statement: ast.If, child: ast.AST) -> Optional[List[ast.stmt]]:
