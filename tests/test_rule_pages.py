@@ -210,3 +210,29 @@ def test_readme_gpu_table_is_the_committed_run():
             else:
                 measured.add((_table_mib(check["bad"]), _table_mib(check["fixed"]), _table_mib(check["saving"])))
     assert stated <= measured, stated - measured
+
+
+POOLED_LINE = re.compile(r"Over the (?P<sets>\d+) held-out sets together \([^)]*\): " + WILD_LINE.pattern + r"\.")
+
+
+@RULES
+def test_page_states_the_pooled_held_out_precision(rule):
+    """The held-out sets' committed figures summed: what a rule does on code it was not tuned on."""
+    text = sections(read_page(rule.code))["Precision in the wild"]
+    match = POOLED_LINE.search(text)
+    assert match, text
+    results = [path for path in WILD_RESULTS.parent.glob("wild-holdout*.json") if not path.name.endswith("-first.json")]
+    assert int(match["sets"]) == len(results)
+    totals = {key: 0 for key in ("findings", "TP", "TRIVIAL", "FP", "known_tp", "known_tp_reported")}
+    for path in results:
+        figures = json.loads(path.read_text(encoding="utf-8"))["rules"].get(rule.code)
+        for key in totals:
+            totals[key] += figures[key] if figures else 0
+    assert int(match["findings"]) == totals["findings"]
+    judged = totals["TP"] + totals["TRIVIAL"] + totals["FP"]
+    if judged:
+        assert float(match["precision"]) == round(totals["TP"] / judged, 3)
+        assert (int(match["tp"]), int(match["trivial"]), int(match["fp"])) == (totals["TP"], totals["TRIVIAL"], totals["FP"])
+    if totals["known_tp"]:
+        assert float(match["recall"]) == round(totals["known_tp_reported"] / totals["known_tp"], 3)
+        assert (int(match["reported"]), int(match["known"])) == (totals["known_tp_reported"], totals["known_tp"])
