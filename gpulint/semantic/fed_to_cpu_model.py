@@ -39,9 +39,9 @@ def run_by_a_cpu_model(model: SemanticModel, call: ast.Call) -> bool:
     assigned = model.assigned_name(call)
     if assigned is None:
         return False
-    target, place = assigned
+    _, place = assigned
     binding = place.binding
-    if place.path or _stores(model, binding) != [target] or model.bound_otherwise(binding):
+    if place.path or model.plain_assignments(binding) != [call] or model.bound_otherwise(binding):
         return False
     scope = binding.scope.node
     for use in model.uses(binding):
@@ -72,7 +72,7 @@ def _handed_with_a_cpu_model(model: SemanticModel, call: ast.Call, data: ast.Nam
             continue
         network = Binding(function.scope, positional[index])
         data_parameter = Binding(function.scope, positional[data_index])
-        if _stores(model, network) or _stores(model, data_parameter):
+        if model.plain_assignments(network) != [] or model.plain_assignments(data_parameter) != []:
             continue
         names = _parts_named(model, function.node, data_parameter)
         if any(
@@ -81,10 +81,6 @@ def _handed_with_a_cpu_model(model: SemanticModel, call: ast.Call, data: ast.Nam
         ):
             return True
     return False
-
-
-def _stores(model: SemanticModel, binding: Binding) -> List[ast.Name]:
-    return [use for use in model.uses(binding) if not isinstance(use.ctx, ast.Load)]
 
 
 def _parts_named(model: SemanticModel, scope: ast.AST, binding: Binding) -> Set[str]:
@@ -96,7 +92,7 @@ def _parts_named(model: SemanticModel, scope: ast.AST, binding: Binding) -> Set[
             continue
         target = node.targets[0]
         local = model.scope_at(target).resolve(target.id)
-        if local.scope is binding.scope and local != binding and _stores(model, local) == [target] and _part_of(model, node.value, {binding.name}):
+        if local.scope is binding.scope and local != binding and model.plain_assignments(local) == [node.value] and _part_of(model, node.value, {binding.name}):
             names.add(target.id)
     return names
 

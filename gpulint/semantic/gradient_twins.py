@@ -16,7 +16,7 @@ forgot ``torch.no_grad()`` (``if video_file:`` frames with gradients on, ``else:
 from __future__ import annotations
 
 import ast
-from typing import Iterator, List, Optional
+from typing import Iterator, List
 
 from gpulint.semantic.batch_names import name_words
 from gpulint.semantic.model import SemanticModel
@@ -34,12 +34,11 @@ def has_a_grad_free_twin(model: SemanticModel, call: ast.Call) -> bool:
     for ancestor in model.ancestors(call):
         if isinstance(ancestor, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
             return False
-        if isinstance(ancestor, ast.If) and _reads_a_training_flag(ancestor.test):
-            branch = _branch_holding(ancestor, child)
-            if branch is not None:
-                other = ancestor.orelse if branch is ancestor.body else ancestor.body
-                if any(ast.dump(twin.func) == spelling for twin in _calls_without_grad(model, other)):
-                    return True
+        if isinstance(ancestor, ast.If) and isinstance(child, ast.stmt) and _reads_a_training_flag(ancestor.test):
+            branch = model.block_of(child)
+            other = ancestor.orelse if branch is ancestor.body else ancestor.body if branch is ancestor.orelse else None
+            if other is not None and any(ast.dump(twin.func) == spelling for twin in _calls_without_grad(model, other)):
+                return True
         child = ancestor
     return False
 
@@ -52,14 +51,6 @@ def _reads_a_training_flag(test: ast.expr) -> bool:
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             words |= name_words(node.value)
     return bool(words & TRAINING_FLAG_WORDS)
-
-
-def _branch_holding(statement: ast.If, child: ast.AST) -> Optional[List[ast.stmt]]:
-    if any(node is child for node in statement.body):
-        return statement.body
-    if any(node is child for node in statement.orelse):
-        return statement.orelse
-    return None
 
 
 def _calls_without_grad(model: SemanticModel, statements: List[ast.stmt]) -> Iterator[ast.Call]:

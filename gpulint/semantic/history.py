@@ -154,20 +154,12 @@ class AutogradHistory:
         if not isinstance(func, ast.Name):
             return False
         binding = self.model.scope_at(func).resolve(func.id)
-        node = binding.scope.node
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and func.id in {
-            argument.arg for argument in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs, node.args.vararg, node.args.kwarg]
-            if argument is not None
-        }:
+        if binding.name in binding.scope.parameters or self.model.bound_otherwise(binding):
             return False
-        stores = [use for use in self.model.uses(binding) if not isinstance(use.ctx, ast.Load)]
-        return bool(stores) and all(self._builds_torch_loss(store) for store in stores)
-
-    def _builds_torch_loss(self, store: ast.Name) -> bool:
-        statement = self.model.parent(store)
-        return (
-            isinstance(statement, ast.Assign) and statement.targets == [store] and isinstance(statement.value, ast.Call)
-            and any(is_loss_module(q) for q in self.model.qualified_names(statement.value.func))
+        values = self.model.plain_assignments(binding)
+        return bool(values) and all(
+            isinstance(value, ast.Call) and any(is_loss_module(q) for q in self.model.qualified_names(value.func))
+            for value in values or ()
         )
 
     def calls_frozen_model(self, call: ast.Call) -> bool:
