@@ -15,6 +15,7 @@ from gpulint.analysis.escapes import escaping_names
 from gpulint.analysis.names import NameResolver, QualifiedNames
 from gpulint.analysis.tensors import CRITERION_SUFFIXES, ModuleEvidence, TensorLikeness, dotted_name
 from gpulint.semantic.cpu_models import runs_on_the_cpu
+from gpulint.semantic.evaluation import EvaluationFacts
 from gpulint.semantic.fabricated_inputs import given_only_cpu_fabrications
 from gpulint.semantic.kept_loss_storage import storage_keeping_loss_calls
 from gpulint.semantic.model import SemanticModel
@@ -77,6 +78,7 @@ class ScopeAnalysis:
         storage_keeping_losses: Optional[FrozenSet[Tuple[int, int, int, int]]] = None,
         gradients_off_at: Optional[Callable[[int, int], bool]] = None,
         runs_on_the_cpu_at: Optional[Callable[[Tuple[int, int, int, int]], bool]] = None,
+        weightless_layer_at: Optional[Callable[[Tuple[int, int, int, int]], bool]] = None,
     ) -> None:
         self.owner = owner
         self.node = node
@@ -106,8 +108,12 @@ class ScopeAnalysis:
         self.runs_on_the_cpu_at = runs_on_the_cpu_at
         """Whether the forward call at a span (lines and columns of its start and end) runs a model
         the scope still holds on the CPU; None where that is unknown."""
+        self.weightless_layer_at = weightless_layer_at
+        """Whether the call at a span runs a name bound to a ``torch.nn`` layer without weights;
+        None where that is unknown."""
         self.tensors = TensorLikeness(
             self._qualified_names, modules, self._backward_names(), self.calls_helper_output, self.runs_on_the_cpu,
+            self.runs_a_weightless_layer,
         )
         self._learn_tensor_names()
         self.holding = self._holding_tensors()
@@ -124,6 +130,14 @@ class ScopeAnalysis:
             return False
         span = self._span(call)
         return span is not None and self.runs_on_the_cpu_at(span)
+
+    def runs_a_weightless_layer(self, call: cst.Call) -> bool:
+        """Whether ``call`` runs a name bound to a ``torch.nn`` layer without weights (``softmax =
+        nn.Softmax(dim=1)``): what it returns holds only what its input holds."""
+        if self.weightless_layer_at is None:
+            return False
+        span = self._span(call)
+        return span is not None and self.weightless_layer_at(span)
 
     def _func_span_in(self, call: cst.Call, spans: FrozenSet[Tuple[int, int, int, int]]) -> bool:
         return bool(spans) and self._span(call.func) in spans
@@ -550,6 +564,13 @@ class ScopeAnalyses:
             runs_on_the_cpu(model, call) or given_only_cpu_fabrications(model, call)
         )
 
+    def _weightless_layer_at(self, span: Tuple[int, int, int, int]) -> bool:
+        """Whether the semantic model's call at ``span`` runs a name the evaluation facts bind to a
+        ``torch.nn`` layer without weights (:attr:`EvaluationFacts.weightless`)."""
+        model = self.model
+        call = model.call_at(span) if model is not None else None
+        return model is not None and call is not None and model.place(call.func) in model.derived(EvaluationFacts).weightless
+
     def of(self, owner: MetadataDependent, node: cst.CSTNode) -> Optional[ScopeAnalysis]:
         """The analysis of the scope ``node`` is in; None inside a class body or lambda."""
         scope_node = enclosing_scope_node(owner, node)
@@ -565,7 +586,9 @@ class ScopeAnalyses:
             keeping = self.model.derived(storage_keeping_loss_calls) if self.model is not None else None
             gradients_off_at = self.model.gradients_off_at if self.model is not None else None
             runs_on_the_cpu_at = self._runs_on_the_cpu_at if self.model is not None else None
+            weightless_layer_at = self._weightless_layer_at if self.model is not None else None
             self._built[scope_node] = ScopeAnalysis(
                 owner, scope_node, names, self.modules, helper_outputs, keeping, gradients_off_at, runs_on_the_cpu_at,
+                weightless_layer_at,
             )
         return self._built[scope_node]

@@ -165,6 +165,7 @@ class TensorLikeness:
         backward_names: Iterable[str],
         helper_output: Callable[[cst.Call], bool] = lambda call: False,
         runs_on_the_cpu: Callable[[cst.Call], bool] = lambda call: False,
+        runs_a_weightless_layer: Callable[[cst.Call], bool] = lambda call: False,
     ) -> None:
         self.qualified_names = qualified_names
         self.modules: FrozenSet[str] = frozenset(modules)
@@ -174,6 +175,10 @@ class TensorLikeness:
         self.runs_on_the_cpu = runs_on_the_cpu
         """Whether a forward call runs a model the scope still holds on the CPU (the semantic
         model's :func:`~gpulint.semantic.cpu_models.runs_on_the_cpu`)."""
+        self.runs_a_weightless_layer = runs_a_weightless_layer
+        """Whether a call runs a name bound to a ``torch.nn`` layer without weights (``softmax =
+        nn.Softmax(dim=1)``, the semantic model's evaluation facts): its output is computed from
+        its input alone, on the input's device."""
         self.backward_names: FrozenSet[str] = frozenset(backward_names)
         self.names: Set[str] = set(self.backward_names)
 
@@ -268,7 +273,8 @@ class TensorLikeness:
 
     def holds_device_memory(self, node: cst.CSTNode, holding: Set[str], replaced: FrozenSet[str] = frozenset()) -> bool:
         """Whether ``node`` holds memory worth an ``empty_cache()`` call: a module's forward output
-        (or a value computed from one, which holds the output's storage or its graph), a loss from a
+        (or a value computed from one, which holds the output's storage or its graph; a layer
+        without weights only passes on what its input holds), a loss from a
         criterion, a checkpoint loaded to a named device, a module built and moved to the device, a
         tensor allocated by shape on the device, or a module's weight that the scope then replaces
         (``replaced`` names such attributes: ``layer.weight``) — where ``holding`` names values that
@@ -303,6 +309,8 @@ class TensorLikeness:
             if device is not None and any(q.split(".")[-1] in SHAPE_FACTORIES for q in qualified):
                 floating = dtype is None or (dotted_name(dtype) or "").split(".")[-1] in FLOAT_DTYPES
                 return floating and not _names_cpu(device)
+            return any(self.holds_device_memory(arg.value, holding) for arg in node.args)
+        if self.is_module(func) and self.runs_a_weightless_layer(node):
             return any(self.holds_device_memory(arg.value, holding) for arg in node.args)
         if self.is_module(func) or self.helper_output(node):
             return not self.runs_on_the_cpu(node)
