@@ -110,6 +110,7 @@ HOLDOUT_SETS = {
     "A forty-fourth held-out set": ("wild-holdout-44-first.json", "wild-holdout-44.json"),
     "A forty-fifth held-out set": ("wild-holdout-45-first.json", "wild-holdout-45.json"),
     "A forty-sixth held-out set": ("wild-holdout-46-first.json", "wild-holdout-46.json"),
+    "A forty-seventh held-out set": ("wild-holdout-47-first.json", "wild-holdout-47.json"),
 }
 HOLDOUT_FIGURES = r"the first measurement gave (?P<first>[^;]*); now (?P<now>[^.]*(?:\.\d+[^.]*)*)\."
 
