@@ -112,6 +112,7 @@ HOLDOUT_SETS = {
     "A forty-sixth held-out set": ("wild-holdout-46-first.json", "wild-holdout-46.json"),
     "A forty-seventh held-out set": ("wild-holdout-47-first.json", "wild-holdout-47.json"),
     "A forty-eighth held-out set": ("wild-holdout-48-first.json", "wild-holdout-48.json"),
+    "A forty-ninth held-out set": ("wild-holdout-49-first.json", "wild-holdout-49.json"),
 }
 HOLDOUT_FIGURES = r"the first measurement gave (?P<first>[^;]*); now (?P<now>[^.]*(?:\.\d+[^.]*)*)\."
 
