@@ -31,6 +31,7 @@ from typing import FrozenSet, List, Optional, Set
 
 from gpulint.semantic.model import Function, SemanticModel
 from gpulint.semantic.scopes import Binding
+from gpulint.semantic.survey import position
 from gpulint.semantic.torch_api import (
     CPU_FABRICATIONS, DEFAULT_DEVICE_SETTERS, DEVICE_CONTEXT, DEVICE_MOVES, FORWARD_METHODS, MODE_SWITCHES,
     MODULE_WRAPPERS, PLACEMENT_KEEPING_METHODS, VARIABLE,
@@ -47,7 +48,43 @@ MAX_DEPTH = 8
 def given_only_cpu_fabrications(model: SemanticModel, call: ast.Call) -> bool:
     """Whether the forward ``call`` is given only tensors the code makes up on the CPU (see the
     module's docstring), in a module that leaves them there."""
-    return _given_only_made_up(model, call, 0, frozenset()) and not model.derived(moves_inputs)
+    if not _given_only_made_up(model, call, 0, frozenset()) or model.derived(_places_inputs):
+        return False
+    return not model.spells(WRAPPER_SPELLINGS) or _wrapped_only_later(model, call)
+
+
+def _wrapped_only_later(model: SemanticModel, call: ast.Call) -> bool:
+    """Whether ``DataParallel``, which scatters CPU inputs onto the GPUs, cannot have wrapped anything
+    when ``call`` runs: every spelling of a wrapper in the module (a name, an attribute, an import, a
+    string) lies in the scope making the call, after it and outside any loop around it (a shape probe
+    on ``torch.randn(2, 3, 32, 32)`` before ``DDP = torch.nn.parallel.DistributedDataParallel``)."""
+    scope = model.scope_at(call)
+    loops = {id(node) for node in model.ancestors(call) if isinstance(node, (ast.For, ast.AsyncFor, ast.While))}
+    spellings = (ast.Name, ast.Attribute, ast.alias, ast.Constant)
+    spelt = [
+        node for kind in spellings for node in model.nodes(kind)
+        if _spells_a_wrapper(node) and not isinstance(model.parent(node), ast.Expr)  # a docstring runs nothing
+    ]
+    for node in spelt:
+        if isinstance(node, ast.alias) or model.scope_at(node) is not scope or position(node) <= position(call):
+            return False
+        if any(id(around) in loops for around in model.ancestors(node)):
+            return False
+    return True
+
+
+def _spells_a_wrapper(node: ast.AST) -> bool:
+    if isinstance(node, ast.Name):
+        spelt = node.id
+    elif isinstance(node, ast.Attribute):
+        spelt = node.attr
+    elif isinstance(node, ast.alias):
+        spelt = f"{node.name} {node.asname or ''}"
+    elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+        spelt = node.value
+    else:
+        return False
+    return any(wrapper in spelt.lower() for wrapper in WRAPPER_SPELLINGS)
 
 
 def _given_only_made_up(model: SemanticModel, call: ast.Call, depth: int, assuming: FrozenSet[Binding]) -> bool:
@@ -184,8 +221,13 @@ def moves_inputs(model: SemanticModel) -> bool:
     """Whether the module may put a made-up tensor, or a forward pass's input, on the GPU: it sets a
     default device, wraps a model in ``DataParallel``, or a forward method of its classes
     moves something."""
-    if model.spells(WRAPPER_SPELLINGS):
-        return True
+    return model.spells(WRAPPER_SPELLINGS) or model.derived(_places_inputs)
+
+
+def _places_inputs(model: SemanticModel) -> bool:
+    """Whether the module may put a made-up tensor, or a forward pass's input, on the GPU other than
+    by a ``DataParallel`` wrapper: it sets a default device, or a forward method of its classes
+    moves something."""
     for call in model.nodes(ast.Call):
         if model.resolved_names(call.func) & DEFAULT_DEVICE_SETTERS:
             return True
