@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import functools
 from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Set, Tuple, Union
 
@@ -15,7 +16,7 @@ from gpulint.analysis.escapes import escaping_names
 from gpulint.analysis.names import NameResolver, QualifiedNames
 from gpulint.analysis.tensors import CRITERION_SUFFIXES, ModuleEvidence, TensorLikeness, dotted_name
 from gpulint.semantic.cpu_models import runs_on_the_cpu
-from gpulint.semantic.evaluation import EvaluationFacts
+from gpulint.semantic.evaluation import builds_a_weightless_layer
 from gpulint.semantic.fabricated_inputs import given_only_cpu_fabrications
 from gpulint.semantic.kept_loss_storage import storage_keeping_loss_calls
 from gpulint.semantic.model import SemanticModel
@@ -565,11 +566,19 @@ class ScopeAnalyses:
         )
 
     def _weightless_layer_at(self, span: Tuple[int, int, int, int]) -> bool:
-        """Whether the semantic model's call at ``span`` runs a name the evaluation facts bind to a
-        ``torch.nn`` layer without weights (:attr:`EvaluationFacts.weightless`)."""
+        """Whether the semantic model's call at ``span`` runs a name every binding of which builds a
+        ``torch.nn`` layer without weights (:func:`builds_a_weightless_layer`: ``softmax =
+        nn.Softmax(dim=1)``, not ``head = nn.Linear(512, 512)`` in the other branch)."""
         model = self.model
         call = model.call_at(span) if model is not None else None
-        return model is not None and call is not None and model.place(call.func) in model.derived(EvaluationFacts).weightless
+        if model is None or call is None or not isinstance(call.func, ast.Name):
+            return False
+        binding = model.scope_at(call).resolve(call.func.id)
+        scope = binding.scope
+        if binding.name in scope.parameters or binding.name in scope.globals | scope.nonlocals:
+            return False
+        values = model.plain_assignments(binding)
+        return values is not None and bool(values) and all(builds_a_weightless_layer(model, value) for value in values)
 
     def of(self, owner: MetadataDependent, node: cst.CSTNode) -> Optional[ScopeAnalysis]:
         """The analysis of the scope ``node`` is in; None inside a class body or lambda."""

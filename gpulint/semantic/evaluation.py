@@ -224,7 +224,7 @@ class _Walk(GradientWalker):
                 place = self.model.place(target)
                 if place is not None:
                     self.stack[-1].models.add(place)
-                    if self._weightless_layer(value):
+                    if builds_a_weightless_layer(self.model, value):
                         self.facts.weightless.add(place)
         if self._copy_in_evaluation(value) or (
             isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "eval"
@@ -264,13 +264,6 @@ class _Walk(GradientWalker):
         (under ``torch.no_grad()`` in a perplexity script). Calling it is no model's forward pass."""
         built = module_of(value, MODE_PRESERVING)
         return isinstance(built, ast.Call) and any(is_loss_module(q) for q in self.model.qualified_names(built.func))
-
-    def _weightless_layer(self, value: ast.expr) -> bool:
-        """A ``torch.nn`` layer without weights (``nn.Softmax(dim=1)``, ``nn.Upsample(...)``)."""
-        built = module_of(value, MODE_PRESERVING)
-        return isinstance(built, ast.Call) and any(
-            nn_class_name(q) in PARAMETER_FREE_LAYERS for q in self.model.qualified_names(built.func)
-        )
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if node.attr in DETACHING:
@@ -337,6 +330,15 @@ class _Walk(GradientWalker):
         owner = facts.function.owner if facts.function is not None else None
         methods: FrozenSet[str] = frozenset(owner.methods) if owner is not None else frozenset()
         return attribute not in methods and attribute not in MODULE_API
+
+
+def builds_a_weightless_layer(model: SemanticModel, value: ast.expr) -> bool:
+    """A ``torch.nn`` layer without weights built (``nn.Softmax(dim=1)``, ``nn.Upsample(...)``), moved
+    or switched after."""
+    built = module_of(value, MODE_PRESERVING)
+    return isinstance(built, ast.Call) and any(
+        nn_class_name(q) in PARAMETER_FREE_LAYERS for q in model.qualified_names(built.func)
+    )
 
 
 def _undetached_name(node: ast.expr) -> Optional[str]:

@@ -19,9 +19,11 @@ assignment of one (or of a part of one, unpacked), which nothing changes in plac
 
 The module must leave the CPU the factories' device and the model no way to move its inputs: it
 sets no default device (:data:`~gpulint.semantic.torch_api.DEFAULT_DEVICE_SETTERS`, ``with
-torch.device(...)``), wraps no model in ``DataParallel`` (which scatters CPU inputs onto the GPUs),
-and no ``forward`` of its classes moves anything (``x.to(self.device)``) but to an input's
-device (``self.table.to(x.device)``, ``x`` a parameter of ``forward`` other than ``self``).
+torch.device(...)``), spells no ``DataParallel`` (which scatters CPU inputs onto the GPUs) but after
+the call in the scope making it, outside any loop around it, where the model is a local name bound
+to what calls return (a distillation script's probe before it wraps its training modules), and no
+``forward`` of its classes moves anything (``x.to(self.device)``) but to an input's device
+(``self.table.to(x.device)``, ``x`` a parameter of ``forward`` other than ``self``).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from typing import FrozenSet, List, Optional, Set
 
 from gpulint.semantic.model import Function, SemanticModel
 from gpulint.semantic.scopes import Binding
-from gpulint.semantic.survey import position
+from gpulint.semantic.survey import forward_model, position
 from gpulint.semantic.torch_api import (
     CPU_FABRICATIONS, DEFAULT_DEVICE_SETTERS, DEVICE_CONTEXT, DEVICE_MOVES, FORWARD_METHODS, MODE_SWITCHES,
     MODULE_WRAPPERS, PLACEMENT_KEEPING_METHODS, VARIABLE,
@@ -54,37 +56,36 @@ def given_only_cpu_fabrications(model: SemanticModel, call: ast.Call) -> bool:
 
 
 def _wrapped_only_later(model: SemanticModel, call: ast.Call) -> bool:
-    """Whether ``DataParallel``, which scatters CPU inputs onto the GPUs, cannot have wrapped anything
-    when ``call`` runs: every spelling of a wrapper in the module (a name, an attribute, an import, a
-    string) lies in the scope making the call, after it and outside any loop around it (a shape probe
-    on ``torch.randn(2, 3, 32, 32)`` before ``DDP = torch.nn.parallel.DistributedDataParallel``)."""
-    scope = model.scope_at(call)
+    """Whether ``DataParallel``, which scatters CPU inputs onto the GPUs, cannot have wrapped the model
+    ``call`` runs when it runs: the model is a name of the scope making the call (not a parameter, not
+    ``global`` or ``nonlocal``) every binding of which assigns what a call returns, and every
+    spelling of a wrapper in the module (:func:`_wrapper_spellings`) lies in that scope, after the
+    call and outside any loop around it (a shape probe on ``torch.randn(2, 3, 32, 32)`` before ``DDP
+    = torch.nn.parallel.DistributedDataParallel``). An import that spells one counts as before it."""
+    receiver = forward_model(call)
+    if not isinstance(receiver, ast.Name):
+        return False
+    binding = model.scope_at(call).resolve(receiver.id)
+    scope = binding.scope
+    if binding.name in scope.parameters or binding.name in scope.globals | scope.nonlocals:
+        return False
+    values = model.plain_assignments(binding)
+    if not values or not all(isinstance(value, ast.Call) for value in values):
+        return False
     loops = {id(node) for node in model.ancestors(call) if isinstance(node, (ast.For, ast.AsyncFor, ast.While))}
-    spellings = (ast.Name, ast.Attribute, ast.alias, ast.Constant)
-    spelt = [
-        node for kind in spellings for node in model.nodes(kind)
-        if _spells_a_wrapper(node) and not isinstance(model.parent(node), ast.Expr)  # a docstring runs nothing
-    ]
-    for node in spelt:
-        if isinstance(node, ast.alias) or model.scope_at(node) is not scope or position(node) <= position(call):
+    for node in model.derived(_wrapper_spellings):
+        if isinstance(node, (ast.alias, ast.ImportFrom)) or model.scope_at(node) is not model.scope_at(call):
             return False
-        if any(id(around) in loops for around in model.ancestors(node)):
+        if position(node) <= position(call) or any(id(around) in loops for around in model.ancestors(node)):
             return False
     return True
 
 
-def _spells_a_wrapper(node: ast.AST) -> bool:
-    if isinstance(node, ast.Name):
-        spelt = node.id
-    elif isinstance(node, ast.Attribute):
-        spelt = node.attr
-    elif isinstance(node, ast.alias):
-        spelt = f"{node.name} {node.asname or ''}"
-    elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-        spelt = node.value
-    else:
-        return False
-    return any(wrapper in spelt.lower() for wrapper in WRAPPER_SPELLINGS)
+def _wrapper_spellings(model: SemanticModel) -> List[ast.AST]:
+    """The nodes of the module's code that spell ``DataParallel`` or ``DistributedDataParallel``, as
+    :meth:`~gpulint.semantic.model.SemanticModel.spells` reads them (names, attributes, parameters,
+    keywords, imports, strings; not docstrings)."""
+    return model.nodes_spelling(WRAPPER_SPELLINGS)
 
 
 def _given_only_made_up(model: SemanticModel, call: ast.Call, depth: int, assuming: FrozenSet[Binding]) -> bool:

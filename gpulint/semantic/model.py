@@ -35,6 +35,8 @@ GRAD_OFF_WORDS = ("no_grad", "inference_mode")
 (``smart_inference_mode``)."""
 TRAINING_METHODS = frozenset({"backward", "step"})
 """Methods whose call shows a function needs gradients (``loss.backward()``, ``optimizer.step()``)."""
+SPELLING_NODES = (ast.Attribute, ast.Name, ast.arg, ast.keyword, ast.alias, ast.ImportFrom, ast.Constant)
+"""The kinds of node whose text :meth:`SemanticModel.spells` reads."""
 
 
 @dataclass(eq=False)
@@ -883,10 +885,16 @@ class SemanticModel(Survey):
     def _spelt(self) -> str:
         """What the module's code (not its comments or docstrings) spells, in lower case: names,
         attributes, parameters, keywords, imports (modules and names) and strings."""
-        return self._spelling([
-            *self.nodes(ast.Attribute), *self.nodes(ast.Name), *self.nodes(ast.arg), *self.nodes(ast.keyword),
-            *self.nodes(ast.alias), *self.nodes(ast.ImportFrom), *self.nodes(ast.Constant),
-        ])
+        return self._spelling([node for kind in SPELLING_NODES for node in self.nodes(kind)])
+
+    def nodes_spelling(self, words: Iterable[str]) -> List[ast.AST]:
+        """The nodes of the module's code whose spelling (as :meth:`spells` reads it) holds any of
+        ``words`` (lower case)."""
+        found = tuple(words)
+        return [
+            node for kind in SPELLING_NODES for node in self.nodes(kind)
+            if any(word in self._spelling([node]) for word in found)
+        ]
 
     def _spelling(self, nodes: Iterable[ast.AST]) -> str:
         """What ``nodes`` spell (see :attr:`_spelt`), in lower case, one part a line."""
