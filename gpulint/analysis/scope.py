@@ -110,8 +110,8 @@ class ScopeAnalysis:
         """Whether the forward call at a span (lines and columns of its start and end) runs a model
         the scope still holds on the CPU; None where that is unknown."""
         self.weightless_layer_at = weightless_layer_at
-        """Whether the call at a span runs a name bound to a ``torch.nn`` layer without weights;
-        None where that is unknown."""
+        """Whether the call at a span runs a name every binding of which builds a ``torch.nn`` layer
+        without weights; None where that is unknown."""
         self.tensors = TensorLikeness(
             self._qualified_names, modules, self._backward_names(), self.calls_helper_output, self.runs_on_the_cpu,
             self.runs_a_weightless_layer,
@@ -133,8 +133,8 @@ class ScopeAnalysis:
         return span is not None and self.runs_on_the_cpu_at(span)
 
     def runs_a_weightless_layer(self, call: cst.Call) -> bool:
-        """Whether ``call`` runs a name bound to a ``torch.nn`` layer without weights (``softmax =
-        nn.Softmax(dim=1)``): what it returns holds only what its input holds."""
+        """Whether ``call`` runs a name every binding of which builds a ``torch.nn`` layer without
+        weights (``softmax = nn.Softmax(dim=1)``): what it returns holds only what its input holds."""
         if self.weightless_layer_at is None:
             return False
         span = self._span(call)
@@ -573,12 +573,10 @@ class ScopeAnalyses:
         call = model.call_at(span) if model is not None else None
         if model is None or call is None or not isinstance(call.func, ast.Name):
             return False
-        binding = model.scope_at(call).resolve(call.func.id)
-        scope = binding.scope
-        if binding.name in scope.parameters or binding.name in scope.globals | scope.nonlocals:
+        values = model.local_assignments(model.scope_at(call).resolve(call.func.id))
+        if not values:
             return False
-        values = model.plain_assignments(binding)
-        return values is not None and bool(values) and all(builds_a_weightless_layer(model, value) for value in values)
+        return all(builds_a_weightless_layer(model, value) for value in values)
 
     def of(self, owner: MetadataDependent, node: cst.CSTNode) -> Optional[ScopeAnalysis]:
         """The analysis of the scope ``node`` is in; None inside a class body or lambda."""

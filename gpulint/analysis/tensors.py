@@ -176,9 +176,9 @@ class TensorLikeness:
         """Whether a forward call runs a model the scope still holds on the CPU (the semantic
         model's :func:`~gpulint.semantic.cpu_models.runs_on_the_cpu`)."""
         self.runs_a_weightless_layer = runs_a_weightless_layer
-        """Whether a call runs a name bound to a ``torch.nn`` layer without weights (``softmax =
-        nn.Softmax(dim=1)``, the semantic model's evaluation facts): its output is computed from
-        its input alone, on the input's device."""
+        """Whether a call runs a name every binding of which builds a ``torch.nn`` layer without
+        weights (``softmax = nn.Softmax(dim=1)``, from the semantic model): its output is computed
+        from its input alone, on the input's device."""
         self.backward_names: FrozenSet[str] = frozenset(backward_names)
         self.names: Set[str] = set(self.backward_names)
 

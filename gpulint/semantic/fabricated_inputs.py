@@ -65,11 +65,7 @@ def _wrapped_only_later(model: SemanticModel, call: ast.Call) -> bool:
     receiver = forward_model(call)
     if not isinstance(receiver, ast.Name):
         return False
-    binding = model.scope_at(call).resolve(receiver.id)
-    scope = binding.scope
-    if binding.name in scope.parameters or binding.name in scope.globals | scope.nonlocals:
-        return False
-    values = model.plain_assignments(binding)
+    values = model.local_assignments(model.scope_at(call).resolve(receiver.id))
     if not values or not all(isinstance(value, ast.Call) for value in values):
         return False
     loops = {id(node) for node in model.ancestors(call) if isinstance(node, (ast.For, ast.AsyncFor, ast.While))}

@@ -205,6 +205,14 @@ class SemanticModel(Survey):
             values.append(statement.value)
         return values
 
+
+    def local_assignments(self, binding: Binding) -> Optional[List[ast.expr]]:
+        """:meth:`plain_assignments` of a name the scope owns: None for a parameter, or a name a
+        ``global`` or ``nonlocal`` statement shares, which code elsewhere may bind."""
+        scope = binding.scope
+        if binding.name in scope.parameters or binding.name in scope.globals | scope.nonlocals:
+            return None
+        return self.plain_assignments(binding)
     def assigned_name(self, value: ast.expr) -> Optional[Tuple[ast.Name, Place]]:
         """The plain name, and its place, that ``name = value`` binds, where ``value`` is the whole
         right-hand side of an assignment to that one target; None for any other use of ``value``."""
