@@ -210,6 +210,19 @@ def _saved_by_the_project(model: SemanticModel, path: str, call: ast.Call) -> bo
     return loaded is not None and saved_by_another_module(path, _file_names(model, loaded) - {UNKNOWN})
 
 
+def _built_with_published_weights(model: SemanticModel, call: ast.Call) -> bool:
+    """Whether the call loads the weights a network is constructed with
+    (:func:`~gpulint.semantic.construction_weights.loaded_while_built`) from a file the program does
+    not write itself: neither the module nor another module of the project ``torch.save``s a file of
+    a name the load may read (a classifier head built on the trunk its training script saved is the
+    program's own checkpoint, not a published network)."""
+    if not loaded_while_built(model, call):
+        return False
+    return not _saved_here_by_name(model, call) and not (
+        model.path is not None and _saved_by_the_project(model, model.path, call)
+    )
+
+
 def _saved_here_by_name(model: SemanticModel, call: ast.Call) -> bool:
     """Whether the module ``torch.save``s a file whose name, as the code spells it, is one the load
     may read (``"facebank.pth"`` under whatever folder)."""
@@ -368,7 +381,7 @@ def _holds_no_device_tensors(model: SemanticModel, call: ast.Call) -> bool:
         return True
     if _names_a_tensorless_file(model, loaded):
         return True
-    if _is_download(model, loaded) or loaded_while_built(model, call) or names_a_published_file(model, loaded) or (
+    if _is_download(model, loaded) or _built_with_published_weights(model, call) or names_a_published_file(model, loaded) or (
         _into_an_engine(model, call)
     ):
         return True

@@ -909,8 +909,10 @@ def _bound_then_only_cut(model: SemanticModel, call: ast.Call) -> bool:
     (:func:`_reads_of_the_output`), one at least, cuts it from the graph at once (``out.data.max(1)``,
     ``out.argmax(1).item()``), whatever else the name is bound to: an attack's clean pass before the
     loop that takes gradients, a GAN's samples saved every hundred steps in a loop that binds
-    ``fake = G(noise)`` again for training at the top of each iteration. The output may be bound
-    moved or reshaped, history and all (``fake = G(noise).cpu()``: :func:`_kept_whole`)."""
+    ``fake = G(noise)`` again for training at the top of each iteration. Reads of what the output is
+    rather than of its values (``len(out)``, ``out.shape[0]``: :func:`_metadata_read`) keep nothing of
+    it and may sit beside the cuts (a test loop counting ``total += len(outputs)``). The output may be
+    bound moved or reshaped, history and all (``fake = G(noise).cpu()``: :func:`_kept_whole`)."""
     kept = _kept_whole(model, call)
     statement = model.parent(kept)
     if not (isinstance(statement, ast.Assign) and statement.value is kept and len(statement.targets) == 1):
@@ -922,7 +924,8 @@ def _bound_then_only_cut(model: SemanticModel, call: ast.Call) -> bool:
     if binding.name in binding.scope.parameters:
         return False
     reads = _reads_of_the_output(model, statement)
-    return bool(reads) and all(_cut_of(model, read) is not None for read in reads)
+    cut = [read for read in reads if _cut_of(model, read) is not None]
+    return bool(cut) and all(read in cut or _metadata_read(model, read) is not None for read in reads)
 
 
 def _kept_whole(model: SemanticModel, call: ast.Call) -> ast.expr:

@@ -24,8 +24,9 @@ forward passes, torch's and numpy's functions, builtins that give Python values 
 mutator and change nothing in place (not ``kept.append``, ``buffer.copy_``, whatever ``kept``
 is): not a parameter's method (``tracker.record(output)``), a function or class of the module, or
 a callback. The module registers no hook (``register_forward_hook``, whose function may keep
-activations), and no method of its model classes but ``__init__`` stores on ``self`` (a ``forward``
-keeping activations, directly or through a method it calls).
+activations), and no method of its model classes stores on ``self`` (a ``forward`` keeping
+activations, directly or through a method it calls) but ``__init__`` and the methods that run only
+while a model is built (a ResNet's ``_make_layer``).
 
 An image or a batch, a tensor the function is given, a generation loop, a tensor returned: the
 function is checked.
@@ -34,7 +35,7 @@ function is checked.
 from __future__ import annotations
 
 import ast
-from typing import List, Optional, Tuple
+from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 from gpulint.semantic.confined import CONTAINER_MUTATORS
 from gpulint.semantic.model import Function, SemanticModel
@@ -102,8 +103,9 @@ def _end(node: ast.AST) -> Tuple[int, int]:
 
 def keeps_activations(model: SemanticModel) -> bool:
     """Whether a forward pass of the module's models may keep what it computes where the caller
-    does not see it: the module registers a hook, or a method of a model class (but ``__init__``)
-    stores on its instance or outside itself (a global, a container it did not make)."""
+    does not see it: the module registers a hook, or a method of a model class (but ``__init__`` and
+    the methods run only while it is built: :func:`_run_only_while_built`) stores on its instance or
+    outside itself (a global, a container it did not make)."""
     return registers_hooks(model) or _forward_stores_on_self(model) or _forward_stores_outside(model)
 
 
@@ -114,12 +116,14 @@ def registers_hooks(model: SemanticModel) -> bool:
 
 
 def _forward_stores_outside(model: SemanticModel) -> bool:
-    """Whether a method of a model class of the module, other than ``__init__``, declares a name
+    """Whether a method of a model class of the module, other than those run only while it is built
+    (:func:`_run_only_while_built`), declares a name
     ``global`` or ``nonlocal``, or stores into (or calls a mutator of) a value none of its own
     names holds but ``self`` (``FEATURES.append(h)``, ``CACHE[key] = h``, a caller's ``cache``
     parameter)."""
+    construction = _run_only_while_built(model)
     for function in model.all_functions:
-        if function.owner is None or function.name == "__init__" or function.owner.node not in model.module_classes:
+        if function.owner is None or function.owner.node not in model.module_classes or function in construction:
             continue
         own = function.scope.locals() - (set(function.scope.parameters) - {function.receiver})
         for node in own_nodes(function.node.body):
@@ -140,12 +144,45 @@ def _forward_stores_outside(model: SemanticModel) -> bool:
 def _forward_stores_on_self(model: SemanticModel) -> bool:
     """Whether a method of a model class of the module (of ``nn.Module``), other than ``__init__``,
     may store something on its instance (``self.last = h``, ``self.activations.append(h)``, ``setattr(self, ...)``):
-    ``forward`` may do so, or call a method that does."""
+    ``forward`` may do so, or call a method that does. A method run only while the model is built
+    (:func:`_run_only_while_built`: a ResNet's ``_make_layer`` counting ``self.inplanes``) is no
+    such method."""
+    construction = _run_only_while_built(model)
     return any(
-        function.receiver is not None and function.name != "__init__" and function.owner is not None
+        function.receiver is not None and function not in construction and function.owner is not None
         and function.owner.node in model.module_classes and stores_on_instance(function.node)
         for function in model.all_functions
     )
+
+
+def _run_only_while_built(model: SemanticModel) -> FrozenSet[Function]:
+    """The methods of the module's classes that run only while an instance is built: ``__init__``,
+    and each method called at least once, every call of it resolving to it by binding from such a
+    method of its own class (``self._make_layer(block, 64)`` in ``__init__``), its name read
+    nowhere else in the module (every attribute of its name is a call that resolves to a method of
+    that name: not handed on, not called on another object, nor by a subclass's method that does not
+    resolve to it) — a fixed point over the class's calls."""
+    methods = [function for function in model.all_functions if function.owner is not None and function.receiver is not None]
+    found: Set[Function] = {function for function in methods if function.name == "__init__"}
+    mentions: Dict[str, int] = {}
+    for node in model.nodes(ast.Attribute):
+        mentions[node.attr] = mentions.get(node.attr, 0) + 1
+    calls_by_name: Dict[str, int] = {}
+    for function in model.all_functions:
+        calls_by_name[function.name] = calls_by_name.get(function.name, 0) + len(function.calls)
+    changed = True
+    while changed:
+        changed = False
+        for function in methods:
+            if function in found or not function.calls or mentions.get(function.name, 0) != calls_by_name[function.name]:
+                continue
+            if all(
+                site.caller is not None and site.caller in found and site.caller.owner is function.owner
+                and isinstance(site.node.func, ast.Attribute) for site in function.calls
+            ):
+                found.add(function)
+                changed = True
+    return frozenset(found)
 
 
 def _keeps_nothing(model: SemanticModel, function: Function, call: ast.Call) -> bool:
