@@ -910,7 +910,7 @@ def _bound_then_only_cut(model: SemanticModel, call: ast.Call) -> bool:
     ``out.argmax(1).item()``), whatever else the name is bound to: an attack's clean pass before the
     loop that takes gradients, a GAN's samples saved every hundred steps in a loop that binds
     ``fake = G(noise)`` again for training at the top of each iteration. Reads of what the output is
-    rather than of its values (``len(out)``, ``out.shape[0]``: :func:`_metadata_read`) keep nothing of
+    rather than of its values (``len(out)``, ``out.shape[0]``: :func:`_reads_only_what_it_is`) keep nothing of
     it and may sit beside the cuts (a test loop counting ``total += len(outputs)``). The output may be
     bound moved or reshaped, history and all (``fake = G(noise).cpu()``: :func:`_kept_whole`)."""
     kept = _kept_whole(model, call)
@@ -925,7 +925,23 @@ def _bound_then_only_cut(model: SemanticModel, call: ast.Call) -> bool:
         return False
     reads = _reads_of_the_output(model, statement)
     cut = [read for read in reads if _cut_of(model, read) is not None]
-    return bool(cut) and all(read in cut or _metadata_read(model, read) is not None for read in reads)
+    return bool(cut) and all(read in cut or _reads_only_what_it_is(model, read) for read in reads)
+
+
+GRAD_MODE_ATTRIBUTES = frozenset({"requires_grad"})
+"""Metadata that ``torch.no_grad()`` changes: reading it reads the grad mode the output was made in."""
+
+
+def _reads_only_what_it_is(model: SemanticModel, read: ast.Name) -> bool:
+    """Whether ``read`` only looks at the output's shape, dtype or device (:func:`_metadata_read`),
+    which a forward pass under ``torch.no_grad()`` leaves as it was: not ``out.requires_grad``, which
+    it changes, nor a store into an attribute (``out.requires_grad = True``)."""
+    metadata = _metadata_read(model, read)
+    if metadata is None:
+        return False
+    return not (isinstance(metadata, ast.Attribute) and (
+        metadata.attr in GRAD_MODE_ATTRIBUTES or not isinstance(metadata.ctx, ast.Load)
+    ))
 
 
 def _kept_whole(model: SemanticModel, call: ast.Call) -> ast.expr:

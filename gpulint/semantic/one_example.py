@@ -158,15 +158,20 @@ def _forward_stores_on_self(model: SemanticModel) -> bool:
 def _run_only_while_built(model: SemanticModel) -> FrozenSet[Function]:
     """The methods of the module's classes that run only while an instance is built: ``__init__``,
     and each method called at least once, every call of it resolving to it by binding from such a
-    method of its own class (``self._make_layer(block, 64)`` in ``__init__``), its name read
+    method of its own class, not in a lambda there (``self._make_layer(block, 64)`` in
+    ``__init__``), neither ``forward`` nor a special method (torch runs those unseen), its name read
     nowhere else in the module (every attribute of its name is a call that resolves to a method of
-    that name: not handed on, not called on another object, nor by a subclass's method that does not
-    resolve to it) — a fixed point over the class's calls."""
+    that name, and no plain name or string spells it: not handed on, aliased in the class body or
+    looked up with ``getattr``, not called on another object, nor by a subclass's method that does
+    not resolve to it) — a fixed point over the class's calls."""
     methods = [function for function in model.all_functions if function.owner is not None and function.receiver is not None]
-    found: Set[Function] = {function for function in methods if function.name == "__init__"}
+    found: Set[Function] = {function for function in methods if function.name == CONSTRUCTOR}
     mentions: Dict[str, int] = {}
     for node in model.nodes(ast.Attribute):
         mentions[node.attr] = mentions.get(node.attr, 0) + 1
+    spelled = {node.id for node in model.nodes(ast.Name)} | {
+        node.value for node in model.nodes(ast.Constant) if isinstance(node.value, str)
+    }
     calls_by_name: Dict[str, int] = {}
     for function in model.all_functions:
         calls_by_name[function.name] = calls_by_name.get(function.name, 0) + len(function.calls)
@@ -174,15 +179,38 @@ def _run_only_while_built(model: SemanticModel) -> FrozenSet[Function]:
     while changed:
         changed = False
         for function in methods:
-            if function in found or not function.calls or mentions.get(function.name, 0) != calls_by_name[function.name]:
+            if (
+                function in found or not function.calls or _run_by_torch(function.name) or function.name in spelled
+                or mentions.get(function.name, 0) != calls_by_name[function.name]
+            ):
                 continue
             if all(
                 site.caller is not None and site.caller in found and site.caller.owner is function.owner
-                and isinstance(site.node.func, ast.Attribute) for site in function.calls
+                and isinstance(site.node.func, ast.Attribute) and not _in_a_lambda(model, site.node, site.caller)
+                for site in function.calls
             ):
                 found.add(function)
                 changed = True
     return frozenset(found)
+
+
+CONSTRUCTOR = "__init__"
+
+
+def _run_by_torch(name: str) -> bool:
+    """Whether torch may run a method of this name unseen: ``forward`` (``model(x)`` calls it through
+    ``__call__``) and special methods."""
+    return name == "forward" or (name.startswith("__") and name.endswith("__") and name != CONSTRUCTOR)
+
+
+def _in_a_lambda(model: SemanticModel, node: ast.AST, function: Function) -> bool:
+    """Whether ``node`` lies in a lambda inside ``function``, which may run after it returns."""
+    for ancestor in model.ancestors(node):
+        if ancestor is function.node:
+            return False
+        if isinstance(ancestor, ast.Lambda):
+            return True
+    return False
 
 
 def _keeps_nothing(model: SemanticModel, function: Function, call: ast.Call) -> bool:
