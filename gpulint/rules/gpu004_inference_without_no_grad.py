@@ -39,7 +39,7 @@ from gpulint.semantic.tiny_batches import on_tiny_images
 from gpulint.semantic.survey import ast_dotted_name, forward_model, own_nodes, position
 from gpulint.semantic.torch_api import (
     DEVICE_KEEPING_TENSOR_METHODS, ELEMENTWISE_METHODS, EXECUTOR_MODULES, FORWARD_METHODS, FUNCTIONAL_NAMESPACE, TENSOR_TO_ARRAY_METHODS, HISTORY_FREE_METHODS, LAYOUT_METHODS,
-    GRAD_REQUIRING_TENSOR_METHODS, MODULE_METHODS, OPTIMIZER_NAMESPACE, TENSOR_METADATA_ATTRIBUTES, TENSOR_SHAPE_METHODS,
+    GRAD_MODE_ATTRIBUTES, GRAD_REQUIRING_TENSOR_METHODS, MODULE_METHODS, OPTIMIZER_NAMESPACE, TENSOR_METADATA_ATTRIBUTES, TENSOR_SHAPE_METHODS,
 )
 
 OUTPUTS_LEAVE = "a value computed from the forward pass leaves the function, and a caller may backpropagate it"
@@ -926,10 +926,6 @@ def _bound_then_only_cut(model: SemanticModel, call: ast.Call) -> bool:
     reads = _reads_of_the_output(model, statement)
     cut = [read for read in reads if _cut_of(model, read) is not None]
     return bool(cut) and all(read in cut or _reads_only_what_it_is(model, read) for read in reads)
-
-
-GRAD_MODE_ATTRIBUTES = frozenset({"requires_grad"})
-"""Metadata that ``torch.no_grad()`` changes: reading it reads the grad mode the output was made in."""
 
 
 def _reads_only_what_it_is(model: SemanticModel, read: ast.Name) -> bool:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import ast
 from typing import List, Optional, Union
 
-from gpulint.semantic.model import Function, SemanticModel
+from gpulint.semantic.model import Function, SemanticModel, called_unseen
 from gpulint.semantic.scopes import Binding
 from gpulint.semantic.survey import is_falsy_constant, own_nodes
 
@@ -43,7 +43,7 @@ def called_back_without_grad(model: SemanticModel, function: Function) -> bool:
     factory = model.function_of_scope(function.scope.parent) if function.scope.parent is not None else None
     if factory is None or function.calls or not factory.calls or function.node.decorator_list or _reflective(model):
         return False
-    if model.may_switch_grad_on_in(function.node) or not _only_returned(model, function, factory) or not _called_only(model, factory):
+    if model.may_switch_grad_on_in(function.node) or not _only_returned(model, function, factory) or not model.called_only(factory):
         return False
     for site in factory.calls:
         statement = model.parent(site.node)
@@ -158,9 +158,9 @@ def _flagged_off(model: SemanticModel, holder: Function, read: ast.expr) -> bool
     rebinds), every use of ``holder``'s name is one of its calls, and each call that may pass a true
     ``flag`` runs with gradients off."""
     flag = _guarding_flag(model, holder, read)
-    if flag is None or not holder.calls or not _called_only(model, holder) or _defers(holder) or holder.node.args.posonlyargs:
+    if flag is None or not holder.calls or not model.called_only(holder) or _defers(holder) or holder.node.args.posonlyargs:
         return False
-    if holder.name == "forward" or (holder.name.startswith("__") and holder.name.endswith("__")):
+    if called_unseen(holder.name):
         return False
     parameters = holder.node.args.args
     index = next((number for number, parameter in enumerate(parameters) if parameter.arg == flag), -1)
@@ -197,14 +197,3 @@ def _guarding_flag(model: SemanticModel, holder: Function, read: ast.expr) -> Op
                 return name
         child, ancestor = ancestor, model.parent(ancestor)
     return None
-
-
-def _called_only(model: SemanticModel, holder: Function) -> bool:
-    """Every use of ``holder``'s name in the module (as a name, or an attribute by any receiver) is
-    the callee of one of its calls resolved by binding."""
-    calls = {id(site.node.func) for site in holder.calls}
-    spelled: List[Union[ast.Name, ast.Attribute]] = [*model.nodes(ast.Name), *model.nodes(ast.Attribute)]
-    return all(
-        id(node) in calls for node in spelled
-        if (node.id if isinstance(node, ast.Name) else node.attr) == holder.name and not isinstance(node.ctx, ast.Store)
-    )

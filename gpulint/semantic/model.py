@@ -35,6 +35,12 @@ GRAD_OFF_WORDS = ("no_grad", "inference_mode")
 (``smart_inference_mode``)."""
 TRAINING_METHODS = frozenset({"backward", "step"})
 """Methods whose call shows a function needs gradients (``loss.backward()``, ``optimizer.step()``)."""
+def called_unseen(name: str) -> bool:
+    """Whether Python or torch calls a method of this name without spelling it: a special method
+    (``__call__``, ``__iter__``), or a module's ``forward`` that ``model(x)`` runs."""
+    return name == torch_api.MODULE_CALL_METHOD or (name.startswith("__") and name.endswith("__"))
+
+
 SPELLING_NODES = (ast.Attribute, ast.Name, ast.arg, ast.keyword, ast.alias, ast.ImportFrom, ast.Constant)
 """The kinds of node whose text :meth:`SemanticModel.spells` reads."""
 
@@ -205,7 +211,6 @@ class SemanticModel(Survey):
             values.append(statement.value)
         return values
 
-
     def local_assignments(self, binding: Binding) -> Optional[List[ast.expr]]:
         """:meth:`plain_assignments` of a name the scope owns: None for a parameter, or a name a
         ``global`` or ``nonlocal`` statement shares, which code elsewhere may bind."""
@@ -213,6 +218,17 @@ class SemanticModel(Survey):
         if binding.name in scope.parameters or binding.name in scope.globals | scope.nonlocals:
             return None
         return self.plain_assignments(binding)
+
+    def called_only(self, function: Function) -> bool:
+        """Every use of ``function``'s name in the module (as a name, or an attribute by any
+        receiver) is the callee of one of its calls resolved by binding: nothing hands it on."""
+        calls = {id(site.node.func) for site in function.calls}
+        spelled: List[Union[ast.Name, ast.Attribute]] = [*self.nodes(ast.Name), *self.nodes(ast.Attribute)]
+        return all(
+            id(node) in calls for node in spelled
+            if (node.id if isinstance(node, ast.Name) else node.attr) == function.name and not isinstance(node.ctx, ast.Store)
+        )
+
     def assigned_name(self, value: ast.expr) -> Optional[Tuple[ast.Name, Place]]:
         """The plain name, and its place, that ``name = value`` binds, where ``value`` is the whole
         right-hand side of an assignment to that one target; None for any other use of ``value``."""

@@ -35,10 +35,10 @@ function is checked.
 from __future__ import annotations
 
 import ast
-from typing import Dict, FrozenSet, List, Optional, Set, Tuple
+from typing import FrozenSet, List, Optional, Set, Tuple
 
 from gpulint.semantic.confined import CONTAINER_MUTATORS
-from gpulint.semantic.model import Function, SemanticModel
+from gpulint.semantic.model import Function, SemanticModel, called_unseen
 from gpulint.semantic.model_size import stores_on_instance
 from gpulint.semantic.survey import own_nodes
 from gpulint.semantic.torch_api import INTEGER_DTYPES, INTEGER_TENSOR_CLASSES, TENSOR_TO_PYTHON_METHODS, VALUE_BUILTINS
@@ -121,7 +121,7 @@ def _forward_stores_outside(model: SemanticModel) -> bool:
     ``global`` or ``nonlocal``, or stores into (or calls a mutator of) a value none of its own
     names holds but ``self`` (``FEATURES.append(h)``, ``CACHE[key] = h``, a caller's ``cache``
     parameter)."""
-    construction = _run_only_while_built(model)
+    construction = model.derived(_run_only_while_built)
     for function in model.all_functions:
         if function.owner is None or function.owner.node not in model.module_classes or function in construction:
             continue
@@ -142,12 +142,12 @@ def _forward_stores_outside(model: SemanticModel) -> bool:
 
 
 def _forward_stores_on_self(model: SemanticModel) -> bool:
-    """Whether a method of a model class of the module (of ``nn.Module``), other than ``__init__``,
-    may store something on its instance (``self.last = h``, ``self.activations.append(h)``, ``setattr(self, ...)``):
-    ``forward`` may do so, or call a method that does. A method run only while the model is built
-    (:func:`_run_only_while_built`: a ResNet's ``_make_layer`` counting ``self.inplanes``) is no
-    such method."""
-    construction = _run_only_while_built(model)
+    """Whether a method of a model class of the module (of ``nn.Module``), other than those run only
+    while it is built (:func:`_run_only_while_built`: ``__init__``, a ResNet's ``_make_layer``
+    counting ``self.inplanes``), may store something on its instance (``self.last = h``,
+    ``self.activations.append(h)``, ``setattr(self, ...)``): ``forward`` may do so, or call a method
+    that does."""
+    construction = model.derived(_run_only_while_built)
     return any(
         function.receiver is not None and function not in construction and function.owner is not None
         and function.owner.node in model.module_classes and stores_on_instance(function.node)
@@ -159,35 +159,24 @@ def _run_only_while_built(model: SemanticModel) -> FrozenSet[Function]:
     """The methods of the module's classes that run only while an instance is built: ``__init__``,
     and each method called at least once, every call of it resolving to it by binding from such a
     method of its own class, not in a lambda there (``self._make_layer(block, 64)`` in
-    ``__init__``), neither ``forward`` nor a special method (torch runs those unseen), its name read
-    nowhere else in the module (every attribute of its name is a call that resolves to a method of
-    that name, and no plain name or string spells it: not handed on, aliased in the class body or
-    looked up with ``getattr``, not called on another object, nor by a subclass's method that does
-    not resolve to it) — a fixed point over the class's calls."""
+    ``__init__``), neither ``forward`` nor a special method (:func:`called_unseen`), its name used
+    only as the callee of those calls (:meth:`SemanticModel.called_only`: not handed on, aliased in
+    the class body, called on another object or by a subclass's method that does not resolve to it)
+    and spelt by no string (``getattr(self, "_grow")``) — a fixed point over the class's calls."""
     methods = [function for function in model.all_functions if function.owner is not None and function.receiver is not None]
     found: Set[Function] = {function for function in methods if function.name == CONSTRUCTOR}
-    mentions: Dict[str, int] = {}
-    for node in model.nodes(ast.Attribute):
-        mentions[node.attr] = mentions.get(node.attr, 0) + 1
-    spelled = {node.id for node in model.nodes(ast.Name)} | {
-        node.value for node in model.nodes(ast.Constant) if isinstance(node.value, str)
-    }
-    calls_by_name: Dict[str, int] = {}
-    for function in model.all_functions:
-        calls_by_name[function.name] = calls_by_name.get(function.name, 0) + len(function.calls)
+    strings = {node.value for node in model.nodes(ast.Constant) if isinstance(node.value, str)}
+    candidates = [
+        function for function in methods
+        if function.calls and not called_unseen(function.name) and function.name not in strings and model.called_only(function)
+    ]
     changed = True
     while changed:
         changed = False
-        for function in methods:
-            if (
-                function in found or not function.calls or _run_by_torch(function.name) or function.name in spelled
-                or mentions.get(function.name, 0) != calls_by_name[function.name]
-            ):
-                continue
-            if all(
+        for function in candidates:
+            if function not in found and all(
                 site.caller is not None and site.caller in found and site.caller.owner is function.owner
-                and isinstance(site.node.func, ast.Attribute) and not _in_a_lambda(model, site.node, site.caller)
-                for site in function.calls
+                and not _in_a_lambda(model, site.node, site.caller) for site in function.calls
             ):
                 found.add(function)
                 changed = True
@@ -195,12 +184,6 @@ def _run_only_while_built(model: SemanticModel) -> FrozenSet[Function]:
 
 
 CONSTRUCTOR = "__init__"
-
-
-def _run_by_torch(name: str) -> bool:
-    """Whether torch may run a method of this name unseen: ``forward`` (``model(x)`` calls it through
-    ``__call__``) and special methods."""
-    return name == "forward" or (name.startswith("__") and name.endswith("__") and name != CONSTRUCTOR)
 
 
 def _in_a_lambda(model: SemanticModel, node: ast.AST, function: Function) -> bool:

@@ -40,10 +40,10 @@ from pathlib import Path
 from typing import Dict, FrozenSet, List, Optional, Set, Tuple
 
 from gpulint.engine.consulted import code_listing, digest_of, digest_of_listing, record
-from gpulint.semantic.model import Function, SemanticModel, is_lightning_module
+from gpulint.semantic.model import Function, SemanticModel, called_unseen, is_lightning_module
 from gpulint.semantic.survey import own_nodes
 from gpulint.semantic.project_modules import read_module
-from gpulint.semantic.torch_api import GRAD_ON, MODULE_CALL_METHOD, SET_GRAD_ENABLED
+from gpulint.semantic.torch_api import GRAD_ON, SET_GRAD_ENABLED
 
 MAX_ENTRIES = 2000
 """The most folders and code files (Python modules and notebooks) looked through for a module's callers."""
@@ -83,12 +83,6 @@ def called_only_without_grad(model: SemanticModel, path: str, function: Function
     if not os.path.isfile(path):
         return False
     return model.derived(_ProjectCallers).decide(path, function.name)
-
-
-def _called_unseen(name: str) -> bool:
-    """Whether Python or torch calls a method of this name without spelling it: a special method
-    (``__call__``, ``__iter__``), or a module's ``forward`` that ``model(x)`` runs."""
-    return name == MODULE_CALL_METHOD or (name.startswith("__") and name.endswith("__"))
 
 
 def _defined_at_the_top(model: SemanticModel, function: Function) -> bool:
@@ -294,13 +288,13 @@ def _caller_of(model: SemanticModel, call: ast.Call) -> Optional[str]:
 
 def _runs_as_called(model: SemanticModel, function: Function) -> bool:
     """Whether the body of ``function`` runs inside each call of its name, with the call's grad mode:
-    a plain function, not one Python, torch or a framework may call unseen (:func:`_called_unseen`,
+    a plain function, not one Python, torch or a framework may call unseen (:func:`~gpulint.semantic.model.called_unseen`,
     a method of a class built on a Lightning module, whose ``training_step`` Lightning calls), async (its body runs when awaited), a generator (when iterated), decorated
     (by ``@torch.enable_grad()`` or a wrapper that may be anything), nor one that may switch
     gradients on (a name that resolves to, or is spelt as, :data:`GRAD_ON` or
     :data:`SET_GRAD_ENABLED`, or a private setter of torch)."""
     node = function.node
-    if not isinstance(node, ast.FunctionDef) or node.decorator_list or _called_unseen(function.name):
+    if not isinstance(node, ast.FunctionDef) or node.decorator_list or called_unseen(function.name):
         return False
     if function.owner is not None and _framework_may_call(model, function.owner.node, frozenset()):
         return False

@@ -249,6 +249,9 @@ TENSOR_METADATA_ATTRIBUTES = frozenset({"shape", "dtype", "device", "ndim", "is_
 """Attributes of a tensor that describe it and hold none of its storage or history: every analysis
 that follows tensors (``tensors``, ``aliases``, ``gradients``) and GPU002 start from these."""
 
+GRAD_MODE_ATTRIBUTES = frozenset({"requires_grad"})
+"""Tensor metadata that the grad mode a tensor was made in decides: ``torch.no_grad()`` changes it."""
+
 TENSOR_SHAPE_METHODS = frozenset({"size", "dim", "numel"})
 """Tensor methods that answer a question about its shape: their result holds no tensor (read by
 ``NON_TENSOR_METHODS``, ``analysis.aliases``, ``analysis.gradients`` and ``TENSOR_ATTRIBUTES``)."""
