@@ -13,11 +13,13 @@ precision = TP / (TP + TRIVIAL + FP), the known-TP recall (judged TPs and MISS r
 reported), the strict precision (a checkpoint the repository saves from the CPU today counted as
 a false alarm), the findings not yet judged, and every offered fix that the verdicts say must not be
 offered: a *safe* fix at a site where the fix changes behaviour, or any fix at a site where it is
-wrong. ``--results`` writes the figures only when every finding is judged and every repository has a
-checkout; ``--allow-missing`` scores the checkouts there are (a repository deleted or made private
-since it was pinned), naming the ones left out and leaving out their verdicts too. A checkout whose Python
-files or notebooks do not number what the manifest counts in its commit is named, since findings in
-the files it lacks are not measured.
+wrong. ``--results`` writes the figures only when every finding is judged, every repository has a
+checkout and gpulint checked every file it could read (none given up on at the per-file time budget,
+``--file-time-budget``, or lost to an internal error, whose findings would be missing);
+``--allow-missing`` scores the checkouts there are (a repository deleted or made private since it
+was pinned), naming the ones left out and leaving out their verdicts too. A checkout whose Python
+files or notebooks do not number what the manifest counts in its commit is named, since findings
+in the files it lacks are not measured.
 
 ``--findings FILE`` writes every finding with its verdict, the fix offered and the message, to read
 them one by one or to compare two runs.
@@ -29,8 +31,8 @@ there, and such a change keeps it so), the findings of other rules are not score
 change that may add findings needs the whole run, since a new finding in a repository without a
 checkout would go unseen.
 
-Exit status: 0 when every finding is judged and no fix breaks a verdict, 1 otherwise, 2 on bad
-input (a missing checkout, a malformed verdict row).
+Exit status: 0 when every finding is judged, every readable file checked and no fix breaks a
+verdict, 1 otherwise, 2 on bad input (a missing checkout, a malformed verdict row).
 """
 
 from __future__ import annotations
@@ -58,6 +60,10 @@ VERDICT_COLUMNS = ["repo", "path", "line", "cell", "rule", "verdict", "fix", "ca
 JUDGED = ("TP", "TRIVIAL", "FP")
 VERDICTS_ALLOWED = frozenset(JUDGED + ("MISS",))
 FIX_JUDGEMENTS = frozenset({"same", "changes", "wrong", "-"})
+UNREPEATABLE_SKIPS = ("internal error:", "gave up after")
+"""How gpulint's report begins the message of a file it did not check for a reason a rerun may not
+repeat (an internal error, the per-file time budget), unlike a file it cannot read or parse: that
+file's findings are missing from the figures, so they are not written."""
 """What the rule's fix would do at the site: keep behaviour (``same``), change it in a way the user
 must review (``changes``: unsafe at best), or break the program (``wrong``: cut gradients training
 needs, change results; no fix may be offered); ``-`` where no fix is in question (MISS rows)."""
@@ -170,12 +176,16 @@ def read_verdicts(path: Path = VERDICTS) -> List[Verdict]:
     return verdicts
 
 
-def run_gpulint(folder: Path, repo: str, jobs: Optional[int]) -> Tuple[List[Finding], List[str]]:
+def run_gpulint(
+    folder: Path, repo: str, jobs: Optional[int], time_budget: Optional[float] = None,
+) -> Tuple[List[Finding], List[Tuple[str, str]]]:
     """The console script's findings in one checkout, and the files it skipped (listed in its JSON
-    report with ``"code": null``), each with why."""
+    report with ``"code": null``), each as its path and why."""
     command = [sys.executable, "-m", "gpulint", "check", ".", "--format", "json", "--exit-zero", "--no-cache", "--unsafe-fixes", "-q"]
     if jobs is not None:
         command += ["--jobs", str(jobs)]
+    if time_budget is not None:
+        command += ["--file-time-budget", str(time_budget)]
     completed = subprocess.run(command, cwd=folder, capture_output=True, text=True)
     # Exit 2 with a JSON report means some files could not be read or parsed: they are listed, not fatal.
     if completed.returncode not in (0, 2) or not completed.stdout.startswith("["):
@@ -195,7 +205,7 @@ def run_gpulint(folder: Path, repo: str, jobs: Optional[int]) -> Tuple[List[Find
         for item in report
         if item["code"] is not None
     ]
-    skipped = [f"{item['path']}: {item['message']}" for item in report if item["code"] is None]
+    skipped = [(item["path"], item["message"]) for item in report if item["code"] is None]
     return findings, skipped
 
 
@@ -311,6 +321,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--manifest", type=Path, default=MANIFEST)
     parser.add_argument("--verdicts", type=Path, default=VERDICTS)
     parser.add_argument("--jobs", type=int, help="passed to gpulint --jobs")
+    parser.add_argument("--file-time-budget", type=float, metavar="SECONDS", help="passed to gpulint --file-time-budget")
     parser.add_argument("--unjudged", type=Path, metavar="TSV", help="write the findings not yet judged here, as rows to fill in")
     parser.add_argument("--findings", type=Path, metavar="TSV", help="write every finding with its verdict here, to read or to compare two runs")
     parser.add_argument("--results", type=Path, metavar="JSON", help="write the figures here (refused while findings are unjudged or checkouts missing)")
@@ -336,14 +347,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         manifest = [row for row in manifest if row["repo"] not in missing]
         verdicts = [verdict for verdict in verdicts if verdict.repo not in missing]
         findings: List[Finding] = []
-        skipped: Dict[str, List[str]] = {}
+        skipped: Dict[str, List[Tuple[str, str]]] = {}
         incomplete: Dict[str, str] = {}
         for row in manifest:
             folder = checkout_folder(args.src, row["repo"])
             difference = incomplete_checkout(folder, row)
             if difference:
                 incomplete[row["repo"]] = difference
-            found, notes = run_gpulint(folder, row["repo"], args.jobs)
+            found, notes = run_gpulint(folder, row["repo"], args.jobs, args.file_time_budget)
             findings.extend(finding for finding in found if not args.rules or finding.rule in args.rules)
             if notes:
                 skipped[row["repo"]] = notes
@@ -360,9 +371,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     for repo, difference in incomplete.items():
         print(f"{repo}: {difference}")
     for repo, notes in skipped.items():
-        print(f"{repo}: gpulint skipped {len(notes)} file(s): " + "; ".join(notes))
+        print(f"{repo}: gpulint skipped {len(notes)} file(s): " + "; ".join(f"{path}: {why}" for path, why in notes))
     for violation in scored["violations"]:
         print("fix against the verdict: {repo} {path} cell {cell} line {line} {rule}: offered {offered}, judged {judged} ({cause})".format(**violation))
+    unrepeatable = [
+        f"{repo} {path} ({why})" for repo, notes in skipped.items() for path, why in notes if why.startswith(UNREPEATABLE_SKIPS)
+    ]
+    if unrepeatable:
+        print(f"{len(unrepeatable)} file(s) not checked for a reason a rerun may not repeat, so their findings are missing: " + "; ".join(unrepeatable))
     if scored["unjudged"]:
         print(f"{len(scored['unjudged'])} finding(s) not judged yet" + (f": written to {args.unjudged}" if args.unjudged else " (--unjudged FILE lists them)"))
     if args.unjudged:
@@ -376,6 +392,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if missing:
             sys.stderr.write("wild.py: not writing results while repositories of the manifest have no checkout\n")
             return 1
+        if unrepeatable:
+            sys.stderr.write(f"wild.py: not writing results while {len(unrepeatable)} file(s) went unchecked for a reason a rerun may not repeat\n")
+            return 1
         results = {
             "repositories": len(manifest),
             "findings": len(findings),
@@ -387,7 +406,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.rules:
             results = merged_results(json.loads(args.results.read_text(encoding="utf-8")), results, args.rules)
         args.results.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    return 1 if scored["unjudged"] or scored["violations"] else 0
+    return 1 if scored["unjudged"] or scored["violations"] or unrepeatable else 0
 
 
 if __name__ == "__main__":

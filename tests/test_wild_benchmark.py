@@ -268,3 +268,16 @@ def test_the_second_reading_matches_the_verdicts_and_the_counts_the_readme_gives
     readme = (folder / "README.md").read_text(encoding="utf-8")
     assert f"The two readings agree on {agree} of {len(rows)}" in readme
     assert f"Of the {sum(row['first_verdict'] == 'TRIVIAL' for row in rows)} first judged TRIVIAL, {trivial_read_as_tp} were read as TP" in readme
+
+
+def test_a_file_given_up_on_blocks_the_results_and_is_named(tmp_path):
+    _setup(tmp_path, ALL_JUDGED)
+    results = tmp_path / "wild.json"
+    assert _run(tmp_path, "--results", str(results), "--file-time-budget", "60").returncode == 0
+    results.unlink()
+    completed = _run(tmp_path, "--results", str(results), "--file-time-budget", "0.000001")
+    assert completed.returncode == 1
+    assert not results.exists()
+    assert "not checked for a reason a rerun may not repeat" in completed.stdout
+    assert "someone/trainer train.py (gave up after" in completed.stdout
+    assert "went unchecked" in completed.stderr
