@@ -774,3 +774,21 @@ def test_fresh_torch_functions_give_no_history_under_no_grad():
         with torch.no_grad():
             result = function(*_fresh_arguments(qualified, value))
         assert isinstance(result, torch.Tensor) and not result.requires_grad, qualified
+
+
+def test_loss_functions_are_those_the_weightless_loss_classes_call():
+    """:data:`LOSS_FUNCTIONS` is what the loss classes holding no weights call (not
+    ``AdaptiveLogSoftmaxWithLoss`` or ``LinearCrossEntropyLoss``, which hold a projection's weight),
+    and each resolves in the installed torch."""
+    assert sorted(q for q in torch_api.LOSS_FUNCTIONS if not _resolves(q)) == []
+    weightless = []
+    for name in sorted(torch_api.LOSS_MODULES - {"NLLLoss2d"}):
+        try:
+            loss = getattr(nn, name)()
+        except TypeError:
+            continue
+        if not list(loss.parameters()):
+            weightless.append(name)
+    assert not {"AdaptiveLogSoftmaxWithLoss", "LinearCrossEntropyLoss"} & set(weightless)
+    called = set().union(*(_functions_called_by(name) for name in weightless))
+    assert {q.rpartition(".")[2] for q in torch_api.LOSS_FUNCTIONS} == called

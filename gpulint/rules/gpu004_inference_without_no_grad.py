@@ -39,7 +39,7 @@ from gpulint.semantic.tiny_batches import on_tiny_images
 from gpulint.semantic.survey import ast_dotted_name, forward_model, own_nodes, position
 from gpulint.semantic.torch_api import (
     DEVICE_KEEPING_TENSOR_METHODS, ELEMENTWISE_METHODS, EXECUTOR_MODULES, FORWARD_METHODS, FUNCTIONAL_NAMESPACE, TENSOR_TO_ARRAY_METHODS, HISTORY_FREE_METHODS, LAYOUT_METHODS,
-    GRAD_MODE_ATTRIBUTES, GRAD_REQUIRING_TENSOR_METHODS, MODULE_METHODS, OPTIMIZER_NAMESPACE, TENSOR_METADATA_ATTRIBUTES, TENSOR_SHAPE_METHODS,
+    GRAD_MODE_ATTRIBUTES, GRAD_REQUIRING_TENSOR_METHODS, LOSS_FUNCTIONS, MODULE_METHODS, OPTIMIZER_NAMESPACE, TENSOR_METADATA_ATTRIBUTES, TENSOR_SHAPE_METHODS,
 )
 
 OUTPUTS_LEAVE = "a value computed from the forward pass leaves the function, and a caller may backpropagate it"
@@ -66,6 +66,12 @@ TAIL_IN_TRAINING = "the function trains before this code, and a value it compute
 TAIL_OF_A_TRAINING_LOOP = "the loop around it trains, and a value this code computes must not reach a backward pass later"
 CUT_IN_TRAINING = "the code around it trains, and grad mode also reaches whatever else the statement runs"
 SAMPLED_IN_TRAINING = "the code around it trains the model, and its mode stays as it is (batch statistics still update)"
+CUT_WHERE_MODE_UNSET = (
+    "the model runs in whatever mode its caller left it (batch statistics may still update), and grad mode "
+    "also reaches whatever else its forward pass runs"
+)
+CUT_NOTES = frozenset({CUT_IN_TRAINING, SAMPLED_IN_TRAINING, CUT_WHERE_MODE_UNSET})
+"""The notes of statements wrapped because every read of a forward call's output cuts it."""
 CUT_STATEMENT_RUNS_MORE = (
     "the statement runs more than the forward pass whose output it cuts (a body, a model being "
     "trained), which gradients must reach; wrap just that forward pass in `torch.no_grad()`"
@@ -214,7 +220,7 @@ class InferenceWithoutNoGrad(Rule):
             call.func.attr == "eval" or call.args for call in model.method_calls("eval", "train")
             if isinstance(call.func, ast.Attribute)
         ):
-            return _sampled_in_training(model, [])
+            return _cut_where_mode_unset(model, _sampled_in_training(model, []))
         facts = model.derived(EvaluationFacts)
         found: List[Candidate] = []
         for scope in facts.scopes:
@@ -256,7 +262,7 @@ class InferenceWithoutNoGrad(Rule):
                 found.extend((scope, part, (statement, note)) for statement, part, note in evaluation)
             else:
                 found.extend((scope, part, None) for part in _by_cell(model, calls, program and scope.function is None))
-        return _sampled_in_training(model, found)
+        return _cut_where_mode_unset(model, _sampled_in_training(model, found))
 
     @classmethod
     def seeds(cls, model: SemanticModel) -> List[ast.AST]:
@@ -321,7 +327,7 @@ class InferenceWithoutNoGrad(Rule):
                 fix = NoFix(TENSOR_HOOKS_NEED_GRAD)
             elif any(differentiated_elsewhere(model, node) for node in self._ast_calls(calls)):
                 fix = NoFix(DIFFERENTIATED_ELSEWHERE)
-            elif wrapped is not None and wrapped[1] in (CUT_IN_TRAINING, SAMPLED_IN_TRAINING) and not _runs_only_the_cut(
+            elif wrapped is not None and wrapped[1] in CUT_NOTES and not _runs_only_the_cut(
                 model, wrapped[0], self.found_candidates[key][1]
             ):
                 fix = NoFix(CUT_STATEMENT_RUNS_MORE)
@@ -335,7 +341,7 @@ class InferenceWithoutNoGrad(Rule):
     def _message(self, call: cst.Call, wrapped: Optional[Tuple[ast.stmt, str]]) -> str:
         """The message for one forward call: a sample taken in training, a pass of a model whose
         weights the function restores, one of an inference-only program's, or one in evaluation mode."""
-        if wrapped is not None and wrapped[1] == SAMPLED_IN_TRAINING:
+        if wrapped is not None and wrapped[1] in (SAMPLED_IN_TRAINING, CUT_WHERE_MODE_UNSET):
             return self.sampled_message
         code_range = self.get_metadata(PositionProvider, call.func)
         span = (code_range.start.line, code_range.start.column, code_range.end.line, code_range.end.column)
@@ -840,6 +846,55 @@ def _sampled_in_training(model: SemanticModel, found: List[Candidate]) -> List[C
     return found + sampled
 
 
+def _cut_where_mode_unset(model: SemanticModel, found: List[Candidate]) -> List[Candidate]:
+    """``found``, and in a module that trains, in code that does not (module-level code, or a
+    function outside classes that the module calls, that never trains, calls no function that
+    trains and passes the rest of the rule's tests for a function), the statements around calls in
+    a loop, with gradients on, of a model whose mode that code never sets, whose output every read
+    cuts from the graph (:func:`_output_cut_at_once`): a training script's ``testing(loader, net)``,
+    handed the model by the epoch loop, reading ``criterion(logits, y).item()`` and
+    ``logits.data.max(1)``. Whatever the model's mode, no backward pass can reach what such a call
+    computes. Not where the outermost loop around the call, or its statement, may train
+    (:func:`_may_train_inside`), nor a criterion's call, nor a call already found, nor a small
+    network's pass on tiny inputs, nor in a module whose models keep activations."""
+    if not model.trains:
+        return found
+    facts = model.derived(EvaluationFacts)
+    covered = {id(call) for _, calls, _ in found for call in calls}
+    criteria = model.derived(AutogradHistory).criteria
+    cut: List[Candidate] = []
+    for scope in facts.scopes:
+        if scope.needs_gradients or not (scope.function is None or _tests_what_others_train(model, scope.function)):
+            continue
+        for place, call in scope.open_calls:
+            if id(call) in covered or _model_name(call) in criteria or place in facts.losses or not model.in_loop(call):
+                continue
+            if not (place in scope.models or _model_name(call) in model.modules) or not _output_cut_at_once(model, call):
+                continue
+            statement = model.parent(_kept_whole(model, call))
+            if not isinstance(statement, ast.stmt) or _may_train_inside(model, _outermost_loop(model, call), [call]):
+                continue
+            if _builds_a_graph_on_the_gpu(model, facts, call) and not (
+                _a_shape_check(model, call) or on_tiny_images(model, call, outputs_cut=True)
+            ):
+                cut.append((scope, [call], (statement, CUT_WHERE_MODE_UNSET)))
+    if cut and keeps_activations(model):
+        return found
+    return found + cut
+
+
+def _tests_what_others_train(model: SemanticModel, function: Function) -> bool:
+    """A function outside classes that the module calls, that never trains and calls no function
+    that trains, and that the rule does not leave alone for what it is (a model's ``forward``, a
+    function always run without gradients, one only handed to other code or called back without
+    gradients, one whose result a backward pass may start from)."""
+    return (
+        function.owner is None and bool(function.calls) and function not in model.training_functions
+        and function not in model.runs_without_grad and not _only_handed_over(model, function)
+        and not called_back_without_grad(model, function) and function not in model.derived(backpropagated_functions)
+    )
+
+
 def _read_into_computation(model: SemanticModel, call: ast.Call, criteria: Set[str]) -> bool:
     """Whether a read of the name ``call``'s output is bound to, that the output may reach, lies
     inside a call of a model or a criterion of the module, or of ``torch.nn.functional``: a cut
@@ -967,13 +1022,34 @@ def _reads_of_the_output(model: SemanticModel, statement: ast.Assign) -> List[as
 def _cut_of(model: SemanticModel, call: ast.expr) -> Optional[ast.expr]:
     """The expression that cuts ``call``'s output from the graph, reached through indexing and
     methods that make a tensor of the receiver alone (``.cpu()``, ``[0]``, ``.softmax(-1)``,
-    ``.mean()``): ``.data``, or a call of a method whose result carries no history (``.detach()``,
-    ``.item()``, ``.argmax()``). None where something else takes the output first."""
-    for link, node in _links(model, call):
-        if link == "data" or link in HISTORY_FREE_METHODS:
-            return node
-        if link != INDEXING and link not in LAYOUT_METHODS | DEVICE_KEEPING_TENSOR_METHODS | ELEMENTWISE_METHODS:
+    ``.mean()``), and through a torch loss that takes it (:func:`_loss_taking`:
+    ``criterion(out, y).item()``): ``.data``, or a call of a method whose result carries no history
+    (``.detach()``, ``.item()``, ``.argmax()``). None where something else takes the output first."""
+    top = call
+    while True:
+        for link, node in _links(model, top):
+            if link == "data" or link in HISTORY_FREE_METHODS:
+                return node
+            if link != INDEXING and link not in LAYOUT_METHODS | DEVICE_KEEPING_TENSOR_METHODS | ELEMENTWISE_METHODS:
+                return None
+            top = node
+        loss = _loss_taking(model, top)
+        if loss is None:
             return None
+        top = loss
+
+
+def _loss_taking(model: SemanticModel, node: ast.expr) -> Optional[ast.Call]:
+    """The call of a torch loss that takes ``node`` as an argument (``criterion(out, y)``, with
+    ``criterion`` bound to a ``torch.nn`` loss module, or ``F.cross_entropy(out, y)``): it holds no
+    weights and keeps nothing of its inputs, so a cut of its result cuts ``node``'s history too."""
+    parent = model.parent(node)
+    if isinstance(parent, ast.keyword):
+        parent = model.parent(parent)
+    if not isinstance(parent, ast.Call) or parent.func is node:
+        return None
+    if model.place(parent.func) in model.derived(EvaluationFacts).losses or model.resolved_names(parent.func) & LOSS_FUNCTIONS:
+        return parent
     return None
 
 

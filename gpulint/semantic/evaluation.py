@@ -19,6 +19,7 @@ from functools import cached_property
 from typing import Dict, FrozenSet, List, Optional, Set, Tuple, Union
 
 from gpulint.semantic.model import Function, GradientWalker, Place, SemanticModel
+from gpulint.semantic.scopes import Binding
 from gpulint.semantic.survey import ast_dotted_name, forward_model, is_false_constant, module_of, own_nodes
 from gpulint.semantic.frozen import frozen_models
 from gpulint.semantic.torch_api import (
@@ -104,6 +105,9 @@ class EvaluationFacts:
         self.weightless: Set[Place] = set()
         """Names bound to a ``torch.nn`` layer without weights (``softmax = nn.Softmax(dim=1)``):
         what one computes carries only the graph of its input."""
+        self.losses: Set[Place] = set()
+        """Names bound to a ``torch.nn`` loss module (``criterion = nn.CrossEntropyLoss().cuda()``):
+        it holds no weights and keeps nothing of its inputs."""
         self.class_modes: Dict[Place, List[bool]] = {}
         """``self.<attr>`` of a class -> each mode its methods put it in."""
         _Walk(self).run()
@@ -140,7 +144,9 @@ class EvaluationFacts:
         return False
 
     def _resolve(self) -> None:
-        """Parameters in evaluation mode at every call (a least fixed point), then the open calls."""
+        """Parameters in evaluation mode at every call (a least fixed point), then the open calls;
+        and parameters given a loss module at every call (:meth:`_resolve_losses`)."""
+        self._resolve_losses()
         decided: Dict[Tuple[Function, int], bool] = {}
         changed = True
         while changed:
@@ -168,6 +174,24 @@ class EvaluationFacts:
             resolved = [call for place, call in facts.open_calls if self._open_in_eval(facts, place, decided)]
             if resolved:
                 facts.forward_calls = sorted([*facts.forward_calls, *resolved], key=lambda call: (call.lineno, call.col_offset))
+
+    def _resolve_losses(self) -> None:
+        """Add to :attr:`losses` each positional parameter (a least fixed point over the module's
+        call graph) that every call of its function in the module, one at least, gives a value bound
+        to a loss module: ``validating(loader, net, criterion)`` after ``criterion =
+        nn.CrossEntropyLoss()``."""
+        changed = True
+        while changed:
+            changed = False
+            for function in self.model.all_functions:
+                for index, name in enumerate(function.positional):
+                    place = Place(Binding(function.scope, name))
+                    if place in self.losses or not function.calls:
+                        continue
+                    given = [dict(self.model.positional_arguments(site)).get(index) for site in function.calls]
+                    if all(argument is not None and self.model.place(argument) in self.losses for argument in given):
+                        self.losses.add(place)
+                        changed = True
 
     def model_place(self, call: ast.Call) -> Optional[Place]:
         """The model a forward call calls: ``model`` in ``model(x)``, ``model.forward(x)``, ``model.inference(x)``."""
@@ -219,6 +243,8 @@ class _Walk(GradientWalker):
                 place = self.model.place(target)
                 if place is not None:
                     self.facts.frozen.add(place)
+        if self._loss(value):
+            self.facts.losses.update(place for place in map(self.model.place, node.targets) if place is not None)
         for target in node.targets:
             if isinstance(target, ast.Name) and target.id in self.model.modules and not (self._pipeline(value) or self._loss(value)):
                 place = self.model.place(target)

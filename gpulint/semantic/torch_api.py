@@ -456,6 +456,17 @@ LOSS_MODULES = frozenset({
 ``AdaptiveLogSoftmaxWithLoss``, which returns a loss too), by class name: ``is_loss_module`` reads
 them for ``analysis.scope``'s criteria and GPU005."""
 
+LOSS_FUNCTIONS = frozenset(f"torch.nn.functional.{name}" for name in (
+    "binary_cross_entropy", "binary_cross_entropy_with_logits", "cosine_embedding_loss", "cross_entropy",
+    "ctc_loss", "gaussian_nll_loss", "hinge_embedding_loss", "huber_loss", "kl_div", "l1_loss",
+    "margin_ranking_loss", "mse_loss", "multi_margin_loss", "multilabel_margin_loss",
+    "multilabel_soft_margin_loss", "nll_loss", "poisson_nll_loss", "smooth_l1_loss", "soft_margin_loss",
+    "triplet_margin_loss", "triplet_margin_with_distance_loss",
+))
+"""The loss functions of ``torch.nn.functional``: like a loss module, each holds no weights and
+keeps nothing of its inputs, so ``F.cross_entropy(out, y).item()`` cuts ``out`` from the graph
+(GPU004)."""
+
 STORAGE_KEEPING_LOSS_FUNCTIONS = frozenset({
     "torch.nn.functional.mse_loss", "torch.nn.functional.smooth_l1_loss",
     "torch.nn.functional.binary_cross_entropy", "torch.nn.functional.soft_margin_loss",
