@@ -114,6 +114,7 @@ HOLDOUT_SETS = {
     "A forty-eighth held-out set": ("wild-holdout-48-first.json", "wild-holdout-48.json"),
     "A forty-ninth held-out set": ("wild-holdout-49-first.json", "wild-holdout-49.json"),
     "A fiftieth held-out set": ("wild-holdout-50-first.json", "wild-holdout-50.json"),
+    "A fifty-first held-out set": ("wild-holdout-51-first.json", "wild-holdout-51.json"),
 }
 HOLDOUT_FIGURES = r"the first measurement gave (?P<first>[^;]*); now (?P<now>[^.]*(?:\.\d+[^.]*)*)\."
 
