@@ -856,8 +856,12 @@ def _cut_where_mode_unset(model: SemanticModel, found: List[Candidate]) -> List[
     ``logits.data.max(1)``. Whatever the model's mode, no backward pass can reach what such a call
     computes. Not where the outermost loop around the call, or its statement, may train
     (:func:`_may_train_inside`), nor a criterion's call, nor a call already found, nor a small
-    network's pass on tiny inputs, nor in a module whose models keep activations."""
-    if not model.trains:
+    network's pass on tiny inputs, nor in a module whose models keep activations or where a
+    method of a class needs gradients (a model whose ``forward`` takes ``torch.autograd.grad`` of
+    its output, or steps an optimizer as it runs: test-time adaptation). The model is a name the
+    code binds to one, or a parameter every call of the function gives one
+    (:attr:`~gpulint.semantic.evaluation.EvaluationFacts.handed_models`)."""
+    if not model.trains or any(function.owner is not None for function in model.training_functions):
         return found
     facts = model.derived(EvaluationFacts)
     covered = {id(call) for _, calls, _ in found for call in calls}
@@ -869,10 +873,10 @@ def _cut_where_mode_unset(model: SemanticModel, found: List[Candidate]) -> List[
         for place, call in scope.open_calls:
             if id(call) in covered or _model_name(call) in criteria or place in facts.losses or not model.in_loop(call):
                 continue
-            if not (place in scope.models or _model_name(call) in model.modules) or not _output_cut_at_once(model, call):
+            if place not in scope.models | facts.module_facts.models | facts.handed_models or not _output_cut_at_once(model, call):
                 continue
-            statement = model.parent(_kept_whole(model, call))
-            if not isinstance(statement, ast.stmt) or _may_train_inside(model, _outermost_loop(model, call), [call]):
+            statement = next(node for node in model.ancestors(call) if isinstance(node, ast.stmt))
+            if _may_train_inside(model, _outermost_loop(model, call), [call]):
                 continue
             if _builds_a_graph_on_the_gpu(model, facts, call) and not (
                 _a_shape_check(model, call) or on_tiny_images(model, call, outputs_cut=True)

@@ -106,8 +106,13 @@ class EvaluationFacts:
         """Names bound to a ``torch.nn`` layer without weights (``softmax = nn.Softmax(dim=1)``):
         what one computes carries only the graph of its input."""
         self.losses: Set[Place] = set()
-        """Names bound to a ``torch.nn`` loss module (``criterion = nn.CrossEntropyLoss().cuda()``):
-        it holds no weights and keeps nothing of its inputs."""
+        """Names only ever bound to a ``torch.nn`` loss module (``criterion =
+        nn.CrossEntropyLoss().cuda()``), which holds no weights and keeps nothing of its inputs: no
+        other assignment, loop or ``with`` binds them (:meth:`_resolve_losses`)."""
+        self.handed_models: Set[Place] = set()
+        """Parameters that every call of their function in the module, one at least, gives a model
+        (a name the caller binds to one, or such a parameter in turn): ``testing(loader, net)`` after
+        ``net = Net().cuda()`` (:meth:`_resolve_handed_models`)."""
         self.class_modes: Dict[Place, List[bool]] = {}
         """``self.<attr>`` of a class -> each mode its methods put it in."""
         _Walk(self).run()
@@ -146,7 +151,9 @@ class EvaluationFacts:
     def _resolve(self) -> None:
         """Parameters in evaluation mode at every call (a least fixed point), then the open calls;
         and parameters given a loss module at every call (:meth:`_resolve_losses`)."""
+        self.losses = {place for place in self.losses if self._only_ever_a_loss(place)}
         self._resolve_losses()
+        self._resolve_handed_models()
         decided: Dict[Tuple[Function, int], bool] = {}
         changed = True
         while changed:
@@ -175,6 +182,41 @@ class EvaluationFacts:
             if resolved:
                 facts.forward_calls = sorted([*facts.forward_calls, *resolved], key=lambda call: (call.lineno, call.col_offset))
 
+    def _only_ever_a_loss(self, place: Place) -> bool:
+        """Whether every store to the name ``place`` is an assignment of a loss module: a name bound
+        again to anything else (``criterion = PDEResidual()`` in one branch) may hold that instead."""
+        for use in self.model.uses(place.binding):
+            if isinstance(use.ctx, ast.Load):
+                continue
+            statement = self.model.parent(use)
+            if not (
+                isinstance(statement, ast.Assign) and use in statement.targets
+                and builds_a_loss_module(self.model, statement.value)
+            ):
+                return False
+        return True
+
+    def _resolve_handed_models(self) -> None:
+        """Add to :attr:`handed_models` each positional parameter (a least fixed point over the
+        module's call graph) that every call of its function in the module, one at least, gives a
+        model: a name the calling code binds to one (:attr:`ScopeFacts.models`), or such a parameter."""
+        models = {place for facts in self.scopes for place in facts.models}
+        changed = True
+        while changed:
+            changed = False
+            for function in self.model.all_functions:
+                for index, name in enumerate(function.positional):
+                    place = Place(Binding(function.scope, name))
+                    if place in self.handed_models or not function.calls:
+                        continue
+                    given = [dict(self.model.positional_arguments(site)).get(index) for site in function.calls]
+                    if all(
+                        argument is not None and self.model.place(argument) in models | self.handed_models
+                        for argument in given
+                    ):
+                        self.handed_models.add(place)
+                        changed = True
+
     def _resolve_losses(self) -> None:
         """Add to :attr:`losses` each positional parameter (a least fixed point over the module's
         call graph) that every call of its function in the module, one at least, gives a value bound
@@ -186,7 +228,7 @@ class EvaluationFacts:
             for function in self.model.all_functions:
                 for index, name in enumerate(function.positional):
                     place = Place(Binding(function.scope, name))
-                    if place in self.losses or not function.calls:
+                    if place in self.losses or not function.calls or not self._only_ever_a_loss(place):
                         continue
                     given = [dict(self.model.positional_arguments(site)).get(index) for site in function.calls]
                     if all(argument is not None and self.model.place(argument) in self.losses for argument in given):
@@ -243,10 +285,12 @@ class _Walk(GradientWalker):
                 place = self.model.place(target)
                 if place is not None:
                     self.facts.frozen.add(place)
-        if self._loss(value):
-            self.facts.losses.update(place for place in map(self.model.place, node.targets) if place is not None)
+        if builds_a_loss_module(self.model, value):
+            self.facts.losses.update(
+                place for place in map(self.model.place, node.targets) if place is not None and not place.path
+            )
         for target in node.targets:
-            if isinstance(target, ast.Name) and target.id in self.model.modules and not (self._pipeline(value) or self._loss(value)):
+            if isinstance(target, ast.Name) and target.id in self.model.modules and not (self._pipeline(value) or builds_a_loss_module(self.model, value)):
                 place = self.model.place(target)
                 if place is not None:
                     self.stack[-1].models.add(place)
@@ -284,12 +328,6 @@ class _Walk(GradientWalker):
         name = (ast_dotted_name(func) or "").split(".")[-1]
         return name.endswith(PIPELINE_SUFFIX) or bool(self.model.resolved_names(built.func) & PIPELINE_FACTORIES)
 
-    def _loss(self, value: ast.expr) -> bool:
-        """A torch loss module (``nn.CrossEntropyLoss(reduction="none")``): it holds no weights, so
-        the graph of what it computes is only that of its inputs, made by the model run before it
-        (under ``torch.no_grad()`` in a perplexity script). Calling it is no model's forward pass."""
-        built = module_of(value, MODE_PRESERVING)
-        return isinstance(built, ast.Call) and any(is_loss_module(q) for q in self.model.qualified_names(built.func))
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if node.attr in DETACHING:
@@ -356,6 +394,15 @@ class _Walk(GradientWalker):
         owner = facts.function.owner if facts.function is not None else None
         methods: FrozenSet[str] = frozenset(owner.methods) if owner is not None else frozenset()
         return attribute not in methods and attribute not in MODULE_API
+
+
+def builds_a_loss_module(model: SemanticModel, value: ast.expr) -> bool:
+    """A torch loss module built (``nn.CrossEntropyLoss(reduction="none")``), moved or switched
+    after: it holds no weights, so the graph of what it computes is only that of its inputs, made by
+    the model run before it (under ``torch.no_grad()`` in a perplexity script). Calling it is no
+    model's forward pass."""
+    built = module_of(value, MODE_PRESERVING)
+    return isinstance(built, ast.Call) and any(is_loss_module(q) for q in model.qualified_names(built.func))
 
 
 def builds_a_weightless_layer(model: SemanticModel, value: ast.expr) -> bool:
