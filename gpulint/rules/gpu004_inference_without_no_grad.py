@@ -31,7 +31,7 @@ from gpulint.semantic.forward_methods import forward_methods
 from gpulint.semantic.forward_values import hands_on, keeps_nothing_from
 from gpulint.semantic.called_back import called_back_without_grad
 from gpulint.semantic.history import AutogradHistory
-from gpulint.semantic.model import Function, SemanticModel
+from gpulint.semantic.model import Function, Place, SemanticModel
 from gpulint.semantic.project_callers import called_only_without_grad
 from gpulint.semantic.project_modules import project_modules
 from gpulint.semantic.one_example import keeps_activations, registers_hooks, runs_one_example
@@ -858,9 +858,8 @@ def _cut_where_mode_unset(model: SemanticModel, found: List[Candidate]) -> List[
     (:func:`_may_train_inside`), nor a criterion's call, nor a call already found, nor a small
     network's pass on tiny inputs, nor in a module whose models keep activations or where a
     method of a class needs gradients (a model whose ``forward`` takes ``torch.autograd.grad`` of
-    its output, or steps an optimizer as it runs: test-time adaptation). The model is a name the
-    code binds to one, or a parameter every call of the function gives one
-    (:attr:`~gpulint.semantic.evaluation.EvaluationFacts.handed_models`)."""
+    its output, or steps an optimizer as it runs: test-time adaptation). The model is one by
+    :func:`_a_model`."""
     if not model.trains or any(function.owner is not None for function in model.training_functions):
         return found
     facts = model.derived(EvaluationFacts)
@@ -873,7 +872,7 @@ def _cut_where_mode_unset(model: SemanticModel, found: List[Candidate]) -> List[
         for place, call in scope.open_calls:
             if id(call) in covered or _model_name(call) in criteria or place in facts.losses or not model.in_loop(call):
                 continue
-            if place not in scope.models | facts.module_facts.models | facts.handed_models or not _output_cut_at_once(model, call):
+            if not _a_model(model, facts, scope, place, call) or not _output_cut_at_once(model, call):
                 continue
             statement = next(node for node in model.ancestors(call) if isinstance(node, ast.stmt))
             if _may_train_inside(model, _outermost_loop(model, call), [call]):
@@ -885,6 +884,16 @@ def _cut_where_mode_unset(model: SemanticModel, found: List[Candidate]) -> List[
     if cut and keeps_activations(model):
         return found
     return found + cut
+
+
+def _a_model(model: SemanticModel, facts: EvaluationFacts, scope: ScopeFacts, place: Place, call: ast.Call) -> bool:
+    """Whether the value a call calls is a model: a name the code (or the module's own code) binds to
+    one, a parameter that every call of its function in the module gives one
+    (:attr:`~gpulint.semantic.evaluation.EvaluationFacts.handed_models`: ``testing(loader, classifier)``
+    for ``def testing(loader, net)``), or, as elsewhere in the rule, a name spelt like one the module
+    shows to be a module (a model a factory returns in a tuple, a parameter of a function that other
+    files call)."""
+    return place in scope.models | facts.module_facts.models | facts.handed_models or _model_name(call) in model.modules
 
 
 def _tests_what_others_train(model: SemanticModel, function: Function) -> bool:

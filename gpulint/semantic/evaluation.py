@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Dict, FrozenSet, List, Optional, Set, Tuple, Union
+from typing import Callable, Dict, FrozenSet, List, Optional, Set, Tuple, Union
 
 from gpulint.semantic.model import Function, GradientWalker, Place, SemanticModel
 from gpulint.semantic.scopes import Binding
@@ -197,42 +197,34 @@ class EvaluationFacts:
         return True
 
     def _resolve_handed_models(self) -> None:
-        """Add to :attr:`handed_models` each positional parameter (a least fixed point over the
-        module's call graph) that every call of its function in the module, one at least, gives a
-        model: a name the calling code binds to one (:attr:`ScopeFacts.models`), or such a parameter."""
+        """Add to :attr:`handed_models` each parameter that every call gives a model: a name the
+        calling code binds to one (:attr:`ScopeFacts.models`), or such a parameter in turn."""
         models = {place for facts in self.scopes for place in facts.models}
-        changed = True
-        while changed:
-            changed = False
-            for function in self.model.all_functions:
-                for index, name in enumerate(function.positional):
-                    place = Place(Binding(function.scope, name))
-                    if place in self.handed_models or not function.calls:
-                        continue
-                    given = [dict(self.model.positional_arguments(site)).get(index) for site in function.calls]
-                    if all(
-                        argument is not None and self.model.place(argument) in models | self.handed_models
-                        for argument in given
-                    ):
-                        self.handed_models.add(place)
-                        changed = True
+        self._add_parameters_given(self.handed_models, models)
 
     def _resolve_losses(self) -> None:
-        """Add to :attr:`losses` each positional parameter (a least fixed point over the module's
-        call graph) that every call of its function in the module, one at least, gives a value bound
-        to a loss module: ``validating(loader, net, criterion)`` after ``criterion =
-        nn.CrossEntropyLoss()``."""
+        """Add to :attr:`losses` each parameter that every call gives a value bound to a loss module
+        (``validating(loader, net, criterion)`` after ``criterion = nn.CrossEntropyLoss()``) and that
+        the function never binds to anything else."""
+        self._add_parameters_given(self.losses, set(), self._only_ever_a_loss)
+
+    def _add_parameters_given(
+        self, found: Set[Place], values: Set[Place], admits: Callable[[Place], bool] = lambda place: True,
+    ) -> None:
+        """Add to ``found`` each positional parameter that ``admits`` passes and that every call of
+        its function in the module, one at least, gives a name in ``values`` or in ``found``: a least
+        fixed point over the module's call graph."""
         changed = True
         while changed:
             changed = False
             for function in self.model.all_functions:
                 for index, name in enumerate(function.positional):
                     place = Place(Binding(function.scope, name))
-                    if place in self.losses or not function.calls or not self._only_ever_a_loss(place):
+                    if place in found or not function.calls or not admits(place):
                         continue
                     given = [dict(self.model.positional_arguments(site)).get(index) for site in function.calls]
-                    if all(argument is not None and self.model.place(argument) in self.losses for argument in given):
-                        self.losses.add(place)
+                    if all(argument is not None and self.model.place(argument) in values | found for argument in given):
+                        found.add(place)
                         changed = True
 
     def model_place(self, call: ast.Call) -> Optional[Place]:
