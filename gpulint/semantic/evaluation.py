@@ -149,8 +149,9 @@ class EvaluationFacts:
         return False
 
     def _resolve(self) -> None:
-        """Parameters in evaluation mode at every call (a least fixed point), then the open calls;
-        and parameters given a loss module at every call (:meth:`_resolve_losses`)."""
+        """The loss modules and the parameters given one at every call (:meth:`_resolve_losses`),
+        the parameters given a model at every call (:meth:`_resolve_handed_models`), then the
+        parameters in evaluation mode at every call (a least fixed point), then the open calls."""
         self.losses = {place for place in self.losses if self._only_ever_a_loss(place)}
         self._resolve_losses()
         self._resolve_handed_models()
@@ -282,7 +283,9 @@ class _Walk(GradientWalker):
                 place for place in map(self.model.place, node.targets) if place is not None and not place.path
             )
         for target in node.targets:
-            if isinstance(target, ast.Name) and target.id in self.model.modules and not (self._pipeline(value) or builds_a_loss_module(self.model, value)):
+            if isinstance(target, ast.Name) and target.id in self.model.modules and not (
+                self._pipeline(value) or builds_a_loss_module(self.model, value)
+            ):
                 place = self.model.place(target)
                 if place is not None:
                     self.stack[-1].models.add(place)
@@ -319,7 +322,6 @@ class _Walk(GradientWalker):
             func = func.value
         name = (ast_dotted_name(func) or "").split(".")[-1]
         return name.endswith(PIPELINE_SUFFIX) or bool(self.model.resolved_names(built.func) & PIPELINE_FACTORIES)
-
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if node.attr in DETACHING:
