@@ -115,6 +115,7 @@ HOLDOUT_SETS = {
     "A forty-ninth held-out set": ("wild-holdout-49-first.json", "wild-holdout-49.json"),
     "A fiftieth held-out set": ("wild-holdout-50-first.json", "wild-holdout-50.json"),
     "A fifty-first held-out set": ("wild-holdout-51-first.json", "wild-holdout-51.json"),
+    "A fifty-second held-out set": ("wild-holdout-52-first.json", "wild-holdout-52.json"),
 }
 HOLDOUT_FIGURES = r"the first measurement gave (?P<first>[^;]*); now (?P<now>[^.]*(?:\.\d+[^.]*)*)\."
 
