@@ -821,9 +821,7 @@ def _sampled_in_training(model: SemanticModel, found: List[Candidate]) -> List[C
     activations."""
     if "backward" not in model.source and "grad" not in model.source:
         return found
-    facts = model.derived(EvaluationFacts)
-    covered = {id(call) for _, calls, _ in found for call in calls}
-    criteria = model.derived(AutogradHistory).criteria
+    facts, covered, criteria = model.derived(EvaluationFacts), _calls_in(found), model.derived(AutogradHistory).criteria
     sampled: List[Candidate] = []
     for scope in facts.scopes:
         if not scope.needs_gradients:
@@ -841,9 +839,7 @@ def _sampled_in_training(model: SemanticModel, found: List[Candidate]) -> List[C
                 _may_train_inside(model, statement, [call]) or on_tiny_images(model, call, outputs_cut=True)
             ):
                 sampled.append((scope, [call], (statement, SAMPLED_IN_TRAINING)))
-    if sampled and keeps_activations(model):
-        return found
-    return found + sampled
+    return _added(model, found, sampled)
 
 
 def _cut_where_mode_unset(model: SemanticModel, found: List[Candidate]) -> List[Candidate]:
@@ -862,9 +858,7 @@ def _cut_where_mode_unset(model: SemanticModel, found: List[Candidate]) -> List[
     :func:`_a_model`."""
     if not model.trains or any(function.owner is not None for function in model.training_functions):
         return found
-    facts = model.derived(EvaluationFacts)
-    covered = {id(call) for _, calls, _ in found for call in calls}
-    criteria = model.derived(AutogradHistory).criteria
+    facts, covered, criteria = model.derived(EvaluationFacts), _calls_in(found), model.derived(AutogradHistory).criteria
     cut: List[Candidate] = []
     for scope in facts.scopes:
         if scope.needs_gradients or not (scope.function is None or _tests_what_others_train(model, scope.function)):
@@ -881,9 +875,18 @@ def _cut_where_mode_unset(model: SemanticModel, found: List[Candidate]) -> List[
                 _a_shape_check(model, call) or on_tiny_images(model, call, outputs_cut=True)
             ):
                 cut.append((scope, [call], (statement, CUT_WHERE_MODE_UNSET)))
-    if cut and keeps_activations(model):
-        return found
-    return found + cut
+    return _added(model, found, cut)
+
+
+def _calls_in(found: List[Candidate]) -> Set[int]:
+    """The forward calls (by ``id``) that the candidates found so far hold."""
+    return {id(call) for _, calls, _ in found for call in calls}
+
+
+def _added(model: SemanticModel, found: List[Candidate], more: List[Candidate]) -> List[Candidate]:
+    """``found`` and ``more``, unless the module's models keep activations (a forward hook may hand
+    them to a backward pass): then none of ``more``."""
+    return found if more and keeps_activations(model) else found + more
 
 
 def _a_model(model: SemanticModel, facts: EvaluationFacts, scope: ScopeFacts, place: Place, call: ast.Call) -> bool:
