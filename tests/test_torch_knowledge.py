@@ -792,3 +792,25 @@ def test_loss_functions_are_those_the_weightless_loss_classes_call():
     assert not {"AdaptiveLogSoftmaxWithLoss", "LinearCrossEntropyLoss"} & set(weightless)
     called = set().union(*(_functions_called_by(name) for name in weightless))
     assert {q.rpartition(".")[2] for q in torch_api.LOSS_FUNCTIONS} == called
+
+
+def test_in_place_methods_keep_a_tensors_size_but_those_known_to_change_it():
+    for name in sorted(torch_api.SIZE_CHANGING_IN_PLACE_METHODS):
+        assert callable(getattr(torch.Tensor, name)), name
+    grown = torch.zeros(2, 3)
+    grown.resize_(4, 5)
+    assert grown.numel() == 20
+    weight = nn.Linear(3, 2).weight.data
+    for name, arguments in (("normal_", (0, 0.1)), ("uniform_", ()), ("fill_", (1.0,)), ("zero_", ()), ("copy_", (torch.ones(2, 3),))):
+        assert name not in torch_api.SIZE_CHANGING_IN_PLACE_METHODS
+        assert getattr(weight, name)(*arguments).shape == (2, 3), name
+
+
+def test_weight_initialisers_fill_the_tensor_given_in_place():
+    namespace = _object(torch_api.WEIGHT_INITIALISERS)
+    weight = nn.Parameter(torch.zeros(2, 3))
+    for name in ("xavier_uniform_", "kaiming_normal_", "zeros_", "constant_"):
+        initialiser = getattr(namespace, name)
+        result = initialiser(weight, 0.5) if name == "constant_" else initialiser(weight)
+        assert result is weight and weight.shape == (2, 3), name
+

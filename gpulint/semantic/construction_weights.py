@@ -11,7 +11,10 @@ built, by the code that trains or runs it. Three shapes are taken for this:
   class (an inference wrapper's, a predictor's) loads whatever checkpoint it is given, as a script
   would: it is checked;
 - a function that builds a network, returns it, and loads weights into it only when a parameter
-  asks for them (``if checkpoint is not None:``, ``if pretrained:``): an optional initialisation;
+  asks for them (``if checkpoint is not None:``, ``if pretrained:``): an optional initialisation. A
+  test whose branch builds the network and then loads whatever file of it exists picks which network
+  to build and restores a run's checkpoint of it (``if name == "AlexNet": model = AlexNet8(10)``,
+  then ``if os.path.exists(path):`` and the load);
 - a method of a network that initialises it from pretrained weights, as its name or a parameter
   spells ``pretrain`` (``init_weights(self, pretrained="")``, ``load_pretrained_model``; no
   parameter named for a resume), loading into the instance or a network it constructs.
@@ -57,6 +60,8 @@ PRETRAINED_WORD = "pretrain"
 weights spells (``init_weights(self, pretrained)``, ``load_pretrained_model``)."""
 RESUME_WORDS = ("resume", "restore", "continue", "last")
 """What a parameter asking to resume a run spells (``resume=False``): its checkpoint is the run's own."""
+EXISTENCE_TESTS = frozenset({"exists", "isfile", "is_file"})
+"""What a call that asks whether a file exists is named (``os.path.exists``, ``Path.is_file``)."""
 TEST_PARTS = (ast.Name, ast.Constant, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.Load, ast.Not, ast.And, ast.Or,
               ast.Is, ast.IsNot, ast.Eq, ast.NotEq)
 """What a test that asks for weights by a parameter is made of (``if checkpoint is not None:``)."""
@@ -79,7 +84,7 @@ def loaded_while_built(model: SemanticModel, call: ast.Call) -> bool:
         networks = constructed | {function.receiver}
     elif function.receiver is not None and _initialises_from_pretrained(model, function):
         networks = constructed | {function.receiver}
-    elif _asked_for_by_a_parameter(model, function, call):
+    elif _asked_for_by_a_parameter(model, function, call, constructed & _returned_names(nodes)):
         networks = constructed & _returned_names(nodes)
     else:
         return False
@@ -170,23 +175,47 @@ def _hands_over(call: ast.Call, parameters: Set[str]) -> bool:
     return bool(call.args) and isinstance(call.args[0], ast.Name) and call.args[0].id in parameters
 
 
-def _asked_for_by_a_parameter(model: SemanticModel, function: Function, call: ast.Call) -> bool:
+def _asked_for_by_a_parameter(model: SemanticModel, function: Function, call: ast.Call, returned: Set[str]) -> bool:
     """Whether the load is in an ``if`` of the function whose test asks for weights by one of its
     parameters (``self`` aside), as it is: ``if pretrained:``, ``if checkpoint is not None:``,
-    ``if pretrain_path != "":``; not ``if os.path.isfile(path):`` nor ``if args.resume:``."""
+    ``if pretrain_path != "":``; not ``if os.path.isfile(path):`` nor ``if args.resume:``. An ``if``
+    whose branch builds a network it returns (assigns one of the ``returned`` names) and then loads
+    whatever file of it exists (the load under an existence test, :data:`EXISTENCE_TESTS`) picks
+    which network to build and restores a run's checkpoint of it (``if name == "AlexNet": model =
+    AlexNet8(10)``, then ``if os.path.exists(path): model.load_state_dict(torch.load(path))``)."""
     rebound = {node.id for node in own_nodes(function.node.body) if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load)}
     parameters = {
         name for name in set(function.scope.parameters) - {function.receiver} - rebound
         if not any(word in name.lower() for word in RESUME_WORDS)
     }
+    guarded = False
+    child: ast.AST = call
     parent = model.parent(call)
     while parent is not None and parent is not function.node:
-        if isinstance(parent, ast.If) and all(isinstance(part, TEST_PARTS) for part in ast.walk(parent.test)) and any(
+        if isinstance(parent, ast.If) and child in parent.body and _tests_existence(parent.test):
+            guarded = True
+        elif isinstance(parent, ast.If) and all(isinstance(part, TEST_PARTS) for part in ast.walk(parent.test)) and any(
             isinstance(part, ast.Name) and part.id in parameters for part in ast.walk(parent.test)
-        ):
+        ) and not (guarded and _builds_one_of(parent.body if child in parent.body else parent.orelse, returned)):
             return True
-        parent = model.parent(parent)
+        child, parent = parent, model.parent(parent)
     return False
+
+
+def _tests_existence(test: ast.expr) -> bool:
+    """Whether an ``if`` test asks whether a file exists (``os.path.exists(path)``, ``path.is_file()``)."""
+    return any(
+        isinstance(part, ast.Call) and (ast_dotted_name(part.func) or "").rsplit(".", 1)[-1] in EXISTENCE_TESTS
+        for part in ast.walk(test)
+    )
+
+
+def _builds_one_of(block: List[ast.stmt], names: Set[str]) -> bool:
+    """Whether a statement of ``block`` (at any depth, outside nested scopes) assigns one of ``names``."""
+    return any(
+        isinstance(node, ast.Assign) and any(ast_dotted_name(target) in names for target in node.targets if isinstance(target, (ast.Name, ast.Attribute)))
+        for node in own_nodes(block)
+    )
 
 
 def _returned_names(nodes: Iterable[ast.AST]) -> Set[str]:

@@ -21,7 +21,7 @@ from gpulint.semantic.survey import ast_dotted_name, module_of
 from gpulint.semantic.torch_api import (
     BUFFER_REGISTRATION, LITERAL_TENSOR, MODULE_CONTAINERS, MODULE_RETURNING_METHODS,
     MODEL_SUMMARIES, MODULE_WRAPPERS, PARAMETER, PARAMETER_FREE_LAYERS, RANGE_FUNCTION, SHAPE_FACTORIES, SHAPE_KEEPING_FUNCTIONS, SHAPE_KEEPING_METHODS,
-    RECURRENT_GATES, SIZED_LAYERS, STACKING_FUNCTION, TENSOR_OPTIONS, TENSOR_SHAPE_METHODS, TENSOR_TO_PYTHON_METHODS, nn_class_name,
+    RECURRENT_GATES, SIZE_CHANGING_IN_PLACE_METHODS, SIZED_LAYERS, STACKING_FUNCTION, TENSOR_OPTIONS, TENSOR_SHAPE_METHODS, TENSOR_TO_PYTHON_METHODS, WEIGHT_INITIALISERS, nn_class_name,
 )
 
 TOY_SIZE = 100_000
@@ -624,6 +624,8 @@ class _Evaluator:
             return 0
         if isinstance(function, ast.Attribute) and function.attr == BUFFER_REGISTRATION and ast_dotted_name(function.value) == receiver and len(call.args) == 2 and _buffer_name(call):
             return self.tensor_size(call.args[1], environment)
+        if _fills_in_place(self.model, call, receiver):
+            return 0
         raise _Unknown
 
     def tensor_size(self, node: ast.expr, environment: Environment) -> int:
@@ -829,6 +831,25 @@ def stores_on_instance(method: Union[ast.FunctionDef, ast.AsyncFunctionDef]) -> 
             if isinstance(root, ast.Name) and root.id == receiver:
                 return True
     return False
+
+
+def _fills_in_place(model: SemanticModel, call: ast.Call, receiver: str) -> bool:
+    """Whether ``call`` fills a tensor of the instance in place, keeping its size: an in-place
+    method of it (``self.fc.weight.data.normal_(0, 0.1)``, not one of
+    :data:`~gpulint.semantic.torch_api.SIZE_CHANGING_IN_PLACE_METHODS`), or an initialiser of
+    :data:`~gpulint.semantic.torch_api.WEIGHT_INITIALISERS` given it first
+    (``nn.init.zeros_(self.fc.bias)``)."""
+    function = call.func
+    if any(name.startswith(WEIGHT_INITIALISERS + ".") for name in model.resolved_names(function)):
+        target: Optional[ast.expr] = call.args[0] if call.args else None
+    elif isinstance(function, ast.Attribute) and function.attr.endswith("_") and not function.attr.startswith("_"):
+        if function.attr in SIZE_CHANGING_IN_PLACE_METHODS:
+            return False
+        target = function.value
+    else:
+        return False
+    dotted = ast_dotted_name(target) if isinstance(target, (ast.Name, ast.Attribute)) else None
+    return dotted is not None and dotted.startswith(receiver + ".")
 
 
 def _buffer_name(call: ast.Call) -> str:

@@ -197,6 +197,15 @@ SHAPE_KEEPING_METHODS = frozenset({
 """Tensor methods whose result has the receiver's shape (``x = x.to(device)`` keeps what
 ``semantic.model_size`` knows of ``x``)."""
 
+SIZE_CHANGING_IN_PLACE_METHODS = frozenset({"resize_", "resize_as_", "set_", "as_strided_"})
+"""In-place tensor methods that may change how many elements the tensor holds; the others
+(``normal_``, ``uniform_``, ``fill_``, ``zero_``, ``copy_``, ``requires_grad_``) keep its size, so
+a constructor that fills a weight so (``self.fc.weight.data.normal_(0, 0.1)``) leaves the state
+dict's size as its layers give it (``semantic.model_size``)."""
+WEIGHT_INITIALISERS = "torch.nn.init"
+"""The namespace of functions that fill the tensor they are given in place, keeping its size
+(``nn.init.xavier_uniform_(self.fc.weight)``)."""
+
 NON_TENSOR_TORCH = frozenset({
     "device", "dtype", "no_grad", "enable_grad", "inference_mode", "set_grad_enabled", "manual_seed",
     "seed", "is_tensor", "is_floating_point", "is_complex", "numel", "save", "compile", "get_default_dtype",
