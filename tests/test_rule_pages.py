@@ -118,6 +118,7 @@ HOLDOUT_SETS = {
     "A fifty-second held-out set": ("wild-holdout-52-first.json", "wild-holdout-52.json"),
     "A fifty-third held-out set": ("wild-holdout-53-first.json", "wild-holdout-53.json"),
     "A fifty-fourth held-out set": ("wild-holdout-54-first.json", "wild-holdout-54.json"),
+    "A fifty-fifth held-out set": ("wild-holdout-55-first.json", "wild-holdout-55.json"),
 }
 HOLDOUT_FIGURES = r"the first measurement gave (?P<first>[^;]*); now (?P<now>[^.]*(?:\.\d+[^.]*)*)\."
 

@@ -9,7 +9,9 @@ over ``named_parameters()``) with the switch directly in the loop's body and no 
 (or owners) the code switches back on (``requires_grad_()``, ``requires_grad_(True)``, a loop over
 ``parameters()`` or ``named_parameters()`` switching any on, ``model.trunk.weight.requires_grad =
 True``) or replaces by what a call returns (a new head, ``model.classifier[6] = nn.Linear(...)``) is
-not frozen. An instance of a ``torch.nn`` module class whose constructor freezes it
+not frozen, unless the part is replaced in a script's or notebook's straight-line code before the
+loop or call that freezes the whole model (``model.fc = nn.Linear(2048, 1)``, then ``for p in
+model.parameters(): p.requires_grad = False``: the new part is frozen too). An instance of a ``torch.nn`` module class whose constructor freezes it
 (:func:`freezes_itself`: pytorch-fid's ``InceptionV3``, LPIPS's ``vgg16``), defined by the module
 or by a project module it imports, is frozen where it is built. A parameter is frozen
 where every call of its function in the module passes a frozen model (a fixed point over the call
@@ -39,17 +41,47 @@ def frozen_models(model: SemanticModel) -> FrozenSet[Place]:
         return frozenset()
     frozen: Set[Place] = set(built)
     unfrozen: Set[Place] = set()
-    for place, switched_on in _switches(model):
+    freezes: Dict[Place, List[ast.AST]] = defaultdict(list)
+    for place, switched_on, switch in _switches(model):
         (unfrozen if switched_on else frozen).add(place)
+        if not switched_on:
+            freezes[place].append(switch)
     if not frozen:
         return frozenset()
     replaced = _replaced_parts(model)
     frozen = {
         place for place in frozen
         if not any(_related(place, other) for other in unfrozen)
-        and not any(part.binding == place.binding and part.path.startswith(place.path + ".") for part in replaced)
+        and not any(
+            part.binding == place.binding and part.path.startswith(place.path + ".")
+            and not (place not in built and _all_run_before(model, replacements, freezes[place]))
+            for part, replacements in replaced.items()
+        )
     }
     return frozenset(frozen | _frozen_parameters(model, frozen))
+
+
+def _all_run_before(model: SemanticModel, earlier: List[ast.Assign], later: List[ast.AST]) -> bool:
+    """Whether each of the statements ``earlier`` is one of the module's top-level statements that
+    runs before each of ``later`` (a part replaced, then the whole model frozen, in a script's or
+    notebook's straight-line code: the new part is frozen too)."""
+    tops = [_top_level_statement(model, node) for node in later]
+    return bool(later) and all(
+        model.parent(statement) is model.tree and all(top is not None and statement.lineno < top.lineno for top in tops)
+        for statement in earlier
+    )
+
+
+def _top_level_statement(model: SemanticModel, node: ast.AST) -> Optional[ast.stmt]:
+    """The module's top-level statement that runs ``node`` as it runs (None inside a function,
+    lambda or class, whose body runs when called)."""
+    current: ast.AST = node
+    parent = model.parent(current)
+    while parent is not None and parent is not model.tree:
+        if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return None
+        current, parent = parent, model.parent(parent)
+    return current if parent is model.tree and isinstance(current, ast.stmt) else None
 
 
 def _built_frozen(model: SemanticModel) -> Set[Place]:
@@ -339,36 +371,37 @@ def _left_frozen(call: ast.Call, freezing: Freezing) -> bool:
     return passed is None or is_false_constant(passed)
 
 
-def _switches(model: SemanticModel) -> Iterator[Tuple[Place, bool]]:
-    """(place, switched on) for every place the code switches its parameters' gradients for (also
-    one parameter: ``model.trunk.weight.requires_grad = True`` switches ``model`` on in part)."""
+def _switches(model: SemanticModel) -> Iterator[Tuple[Place, bool, ast.AST]]:
+    """(place, switched on, the switch) for every place the code switches its parameters' gradients
+    for (also one parameter: ``model.trunk.weight.requires_grad = True`` switches ``model`` on in part)."""
     for call in model.method_calls("requires_grad_"):
         switched_on = _switched_on(call)
         receiver = _module_of(call.func.value) if isinstance(call.func, ast.Attribute) else None
         place = model.place(receiver) if receiver is not None else None
         if place is not None:
-            yield place, switched_on
+            yield place, switched_on, call
         if not switched_on:
             for target in _bound_to(model, call):
-                yield target, False
+                yield target, False, call
     for loop in model.nodes(ast.For):
         found = _parameter_loop(model, loop)
         if found is not None:
-            yield found
+            yield found[0], found[1], loop
     for assign in model.nodes(ast.Assign):
         if not is_false_constant(assign.value):
             for switched in assign.targets:
                 receiver = switched.value if isinstance(switched, ast.Attribute) and switched.attr == "requires_grad" else None
                 part = model.place(receiver) if isinstance(receiver, (ast.Name, ast.Attribute)) else None
                 if part is not None:
-                    yield part, True
+                    yield part, True, assign
 
 
-def _replaced_parts(model: SemanticModel) -> Set[Place]:
+def _replaced_parts(model: SemanticModel) -> Dict[Place, List[ast.Assign]]:
     """Attributes the code sets to what a call returns (``model.fc = nn.Linear(512, 2)``), or an item
-    of (``model.classifier[6] = nn.Linear(4096, 2)``): a part of a frozen model replaced that way has
-    parameters that need gradients."""
-    found = set()
+    of (``model.classifier[6] = nn.Linear(4096, 2)``), each with the assignments that do: a part of
+    a frozen model replaced that way has parameters that need gradients, unless the whole model is
+    frozen after it."""
+    found: Dict[Place, List[ast.Assign]] = defaultdict(list)
     for assign in model.nodes(ast.Assign):
         if isinstance(assign.value, ast.Call):
             for target in assign.targets:
@@ -376,7 +409,7 @@ def _replaced_parts(model: SemanticModel) -> Set[Place]:
                     target = target.value
                 place = model.place(target) if isinstance(target, ast.Attribute) else None
                 if place is not None:
-                    found.add(place)
+                    found[place].append(assign)
     return found
 
 
