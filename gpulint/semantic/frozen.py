@@ -11,11 +11,12 @@ over ``named_parameters()``) with the switch directly in the loop's body and no 
 True``) or replaces by what a call returns (a new head, ``model.classifier[6] = nn.Linear(...)``) is
 not frozen, unless the part is replaced in a script's or notebook's straight-line code before the
 loop or call that freezes the whole model (``model.fc = nn.Linear(2048, 1)``, then ``for p in
-model.parameters(): p.requires_grad = False``: the new part is frozen too). An instance of a ``torch.nn`` module class whose constructor freezes it
-(:func:`freezes_itself`: pytorch-fid's ``InceptionV3``, LPIPS's ``vgg16``), defined by the module
-or by a project module it imports, is frozen where it is built. A parameter is frozen
-where every call of its function in the module passes a frozen model (a fixed point over the call
-graph), as :mod:`gpulint.semantic.evaluation` does for evaluation mode.
+model.parameters(): p.requires_grad = False``: the new part is frozen too). An instance of a
+``torch.nn`` module class whose constructor freezes it (:func:`freezes_itself`: pytorch-fid's
+``InceptionV3``, LPIPS's ``vgg16``), defined by the module or by a project module it imports, is
+frozen where it is built. A parameter is frozen where every call of its function in the module
+passes a frozen model (a fixed point over the call graph), as :mod:`gpulint.semantic.evaluation`
+does for evaluation mode.
 
 A frozen model builds no autograd graph of its own: calling it with gradients on costs nothing
 unless its inputs carry history, and then the graph is what training needs.
@@ -54,7 +55,7 @@ def frozen_models(model: SemanticModel) -> FrozenSet[Place]:
         if not any(_related(place, other) for other in unfrozen)
         and not any(
             part.binding == place.binding and part.path.startswith(place.path + ".")
-            and not (place not in built and _all_run_before(model, replacements, freezes[place]))
+            and not _all_run_before(model, replacements, freezes[place])
             for part, replacements in replaced.items()
         )
     }
