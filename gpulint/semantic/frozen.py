@@ -66,23 +66,13 @@ def _all_run_before(model: SemanticModel, earlier: List[ast.Assign], later: List
     """Whether each of the statements ``earlier`` is one of the module's top-level statements that
     runs before each of ``later`` (a part replaced, then the whole model frozen, in a script's or
     notebook's straight-line code: the new part is frozen too)."""
-    tops = [_top_level_statement(model, node) for node in later]
-    return bool(later) and all(
-        model.parent(statement) is model.tree and all(top is not None and statement.lineno < top.lineno for top in tops)
-        for statement in earlier
-    )
-
-
-def _top_level_statement(model: SemanticModel, node: ast.AST) -> Optional[ast.stmt]:
-    """The module's top-level statement that runs ``node`` as it runs (None inside a function,
-    lambda or class, whose body runs when called)."""
-    current: ast.AST = node
-    parent = model.parent(current)
-    while parent is not None and parent is not model.tree:
-        if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            return None
-        current, parent = parent, model.parent(parent)
-    return current if parent is model.tree and isinstance(current, ast.stmt) else None
+    starts = [model.top_level_index(statement) for statement in earlier if model.parent(statement) is model.tree]
+    ends = [model.top_level_index(node) for node in later]
+    known_starts = [index for index in starts if index is not None]
+    known_ends = [index for index in ends if index is not None]
+    if not earlier or not later or len(known_starts) != len(earlier) or len(known_ends) != len(later):
+        return False
+    return max(known_starts) < min(known_ends)
 
 
 def _built_frozen(model: SemanticModel) -> Set[Place]:

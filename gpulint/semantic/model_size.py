@@ -393,7 +393,7 @@ argument)."""
 class _Evaluator:
     def __init__(self, model: SemanticModel, load: Optional[ast.AST] = None) -> None:
         self.model = model
-        self.horizon = self.top_level_index(load) if load is not None else None
+        self.horizon = self.model.top_level_index(load) if load is not None else None
         """The index of the top-level statement that reads a payload back, where it runs there
         (not in a function): what later statements do to the payload's names comes too late."""
         self.steps = 0
@@ -502,22 +502,11 @@ class _Evaluator:
             isinstance(use.ctx, ast.Store) or self.only_read(use, depth) for use in uses
         )
 
-    def top_level_index(self, node: ast.AST) -> Optional[int]:
-        """The index of the top-level statement ``node`` runs in, where it runs there (not in a
-        function, lambda or class body)."""
-        top = {id(statement): index for index, statement in enumerate(self.model.tree.body)}
-        for around in [node, *self.model.ancestors(node)]:
-            if id(around) in top:
-                return top[id(around)]
-            if isinstance(around, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-                return None
-        return None
-
     def too_late(self, use: ast.AST) -> bool:
         """Whether ``use`` runs in a top-level statement after the one that reads the payload back."""
         if self.horizon is None:
             return False
-        index = self.top_level_index(use)
+        index = self.model.top_level_index(use)
         return index is not None and index > self.horizon
 
     def only_read(self, node: ast.expr, depth: int) -> bool:

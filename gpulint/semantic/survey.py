@@ -188,6 +188,17 @@ class Survey:
             yield parent
             parent = self.parent(parent)
 
+    def top_level_index(self, node: ast.AST) -> Optional[int]:
+        """The index of the module's top-level statement ``node`` runs in, where it runs there (not
+        in a function, lambda or class body, which runs when called)."""
+        top = {id(statement): index for index, statement in enumerate(self.tree.body)}
+        for around in [node, *self.ancestors(node)]:
+            if id(around) in top:
+                return top[id(around)]
+            if isinstance(around, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                return None
+        return None
+
     def nodes(self, node_type: Type[NodeType]) -> List[NodeType]:
         """Every node of exactly ``node_type``."""
         return self._walk.by_type.get(node_type, [])  # type: ignore[return-value]
