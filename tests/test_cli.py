@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 
 import pytest
 
-from tests.helpers import PAGES, run_gpulint, run_gpulint_raw
+from tests.helpers import GPULINT, PAGES, run_gpulint, run_gpulint_raw
 
 SAFE = "import torch\n\n\ndef restore(model, path):\n    model.load_state_dict(torch.load(path))\n"
 UNSAFE = "import torch\nmodel = torch.load('model.pt')\n"
@@ -413,3 +414,18 @@ def test_export_scripts_are_left_out_of_gpu004_unless_asked(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[tool.gpulint]\nreport-inference-in-exports = true\n")
     included = run_gpulint(["check", "--select", "GPU004", "--format", "concise", "-q", "--no-cache", "."], cwd=tmp_path)
     assert [line.split(":")[:2] for line in included.stdout.splitlines()] == [["export_onnx.py", "19"]]
+
+
+def test_a_reader_that_stops_early_ends_the_run_quietly(tmp_path):
+    for module in range(30):
+        (tmp_path / f"load_{module}.py").write_text("import torch\n" + "".join(f"state_{i} = torch.load('m{i}.pt')\n" for i in range(100)))
+    environment = {**os.environ, "NO_COLOR": "1"}
+    process = subprocess.Popen(
+        [str(GPULINT), "check", "."], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environment
+    )
+    assert process.stdout is not None and process.stderr is not None
+    assert b"GPU001" in process.stdout.readline()
+    process.stdout.close()
+    error = process.stderr.read().decode()
+    assert process.wait(timeout=120) == 2
+    assert "Traceback" not in error and "BrokenPipe" not in error

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, TextIO
@@ -338,7 +339,17 @@ def _server_command(argv: Sequence[str], err: TextIO) -> int:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    """The console script. A reader that stops early (``gpulint check . | head``) ends the run
+    quietly with the error status: the report was not delivered whole."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _dispatch(argv)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_ERROR
+
+
+def _dispatch(argv: List[str]) -> int:
     if argv[:1] == ["rule"]:
         return _rule_command(argv[1:], sys.stdout, sys.stderr)
     if argv[:1] == ["server"]:
