@@ -119,6 +119,7 @@ HOLDOUT_SETS = {
     "A fifty-third held-out set": ("wild-holdout-53-first.json", "wild-holdout-53.json"),
     "A fifty-fourth held-out set": ("wild-holdout-54-first.json", "wild-holdout-54.json"),
     "A fifty-fifth held-out set": ("wild-holdout-55-first.json", "wild-holdout-55.json"),
+    "A fifty-sixth held-out set": ("wild-holdout-56-first.json", "wild-holdout-56.json"),
 }
 HOLDOUT_FIGURES = r"the first measurement gave (?P<first>[^;]*); now (?P<now>[^.]*(?:\.\d+[^.]*)*)\."
 

@@ -21,6 +21,7 @@ from gpulint.semantic.backward import backpropagated_functions
 from gpulint.semantic.reached_reads import reached_reads
 from gpulint.semantic.confined import stays_in_statements, stays_inside
 from gpulint.semantic.decorated_methods import runs_without_grad_by_its_decorator
+from gpulint.semantic.dead_code import never_runs
 from gpulint.semantic.evaluation import EvaluationFacts, ScopeFacts
 from gpulint.semantic.explained_models import differentiated_elsewhere
 from gpulint.semantic.fabricated_inputs import given_only_cpu_fabrications
@@ -236,6 +237,7 @@ class InferenceWithoutNoGrad(Rule):
             calls = _beside_weighted_models(model, facts, [
                 call for call in forward
                 if _builds_a_graph_on_the_gpu(model, facts, call) and not _a_shape_check(model, call) and not on_tiny_images(model, call)
+                and not never_runs(model, call)
             ])
             if not calls or (scope.function is not None and (
                 scope.function in model.runs_without_grad or _forward_of_a_model(model, scope.function)
@@ -288,10 +290,7 @@ class InferenceWithoutNoGrad(Rule):
             return
         self.found_candidates = self.candidates(model, self.context.path.endswith(".ipynb"))
         if not self.context.options.get("report-inference-in-exports"):
-            self.found_candidates = [
-                candidate for candidate in self.found_candidates
-                if (candidate[0].function.node if candidate[0].function is not None else model.tree) not in model.exporting_scopes
-            ]
+            self.found_candidates = _beyond_the_export(model, self.found_candidates)
         self.found_candidates = [
             candidate for candidate in self.found_candidates
             if candidate[0].function is None or not called_only_without_grad(model, self.context.path, candidate[0].function)
@@ -477,6 +476,32 @@ class InferenceWithoutNoGrad(Rule):
         )
         new_module = module.with_changes(body=[*body[:start], wrapped, *body[end + 1 :]])
         return self.make_fix(Applicability.UNSAFE, [self.replacement_edit(module, new_module), import_edit], note=MODULE_WRAP)
+
+
+def _beyond_the_export(model: SemanticModel, found: List[Candidate]) -> List[Candidate]:
+    """The candidates less the forward calls of a scope that exports a model
+    (:attr:`SemanticModel.exporting_scopes`: they check the export against an example input, or
+    trace it), but those in a loop over data (a ``for`` loop over anything but ``range(...)``): a
+    conversion script's passes over every image of a folder, made to build its example inputs,
+    are inference over the data all the same."""
+    kept: List[Candidate] = []
+    for scope, calls, wrapped in found:
+        if (scope.function.node if scope.function is not None else model.tree) in model.exporting_scopes:
+            calls = [call for call in calls if _in_a_data_loop(model, call)]
+        if calls:
+            kept.append((scope, calls, wrapped))
+    return kept
+
+
+def _in_a_data_loop(model: SemanticModel, node: ast.AST) -> bool:
+    """Whether ``node`` runs in a ``for`` loop of its scope over anything but ``range(...)``."""
+    scope = model.scope_at(node).node
+    for ancestor in _ancestors(model, node, scope):
+        if isinstance(ancestor, (ast.For, ast.AsyncFor)) and not (
+            isinstance(ancestor.iter, ast.Call) and ast_dotted_name(ancestor.iter.func) == "range"
+        ):
+            return True
+    return False
 
 
 def _only_handed_over(model: SemanticModel, function: Function) -> bool:

@@ -4,23 +4,35 @@ attribute that the statement just before the ``if`` sets to one inside a functio
 (``self.use_extra = False`` then ``if self.use_extra:``, a feature switched off in place). Nothing
 runs between that assignment and the test, so the body is skipped every time. Also a statement
 that follows a ``return``, ``raise``, ``continue`` or ``break`` in the same block of a function or
-loop (a test switched off by an early ``return``).
+loop (a test switched off by an early ``return``), and one that follows a call ending the process
+(``sys.exit(...)``, ``os._exit(...)``, the builtins ``exit()`` and ``quit()``) in the same block,
+the top level of a script included (a conversion script's loop left below ``sys.exit(os.EX_OK)``)
+where no ``def`` or ``class`` follows the exit there: with the program's definitions below it, the
+exit is a stop left in while debugging the top of the script, and the program is read as it is
+meant to run.
 
 A switch set at the top level of a module or notebook cell (``load_model = False`` above the branch
 that resumes training) is a setting the user edits before a run, not code that never runs; so is a
-``raise`` at the top level (a notebook's later cells still run when the user runs them).
+``raise`` at the top level, and in a notebook an exit at the top level too (a notebook's later
+cells still run when the user runs them).
 """
 
 from __future__ import annotations
 
 import ast
-from typing import Optional
+from typing import List, Optional
 
 from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.survey import ast_dotted_name, is_falsy_constant
 
 JUMPS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 """Statements after which nothing more of their block runs."""
+EXITS = frozenset({"sys.exit", "os._exit"})
+"""Functions that end the process."""
+EXIT_BUILTINS = frozenset({"exit", "quit"})
+"""Builtins that end the process."""
+NOTEBOOK_SUFFIX = ".ipynb"
+DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 def never_runs(model: SemanticModel, node: ast.AST) -> bool:
@@ -30,20 +42,39 @@ def never_runs(model: SemanticModel, node: ast.AST) -> bool:
     while ancestor is not None:
         if isinstance(ancestor, ast.If) and any(part is child for part in ancestor.body) and _always_false(model, ancestor):
             return True
-        if isinstance(child, ast.stmt) and not isinstance(ancestor, ast.Module) and _after_a_jump(model, child):
+        if isinstance(child, ast.stmt) and _after_a_jump(model, child, top_level=isinstance(ancestor, ast.Module)):
             return True
         child, ancestor = ancestor, model.parent(ancestor)
     return False
 
 
-def _after_a_jump(model: SemanticModel, statement: ast.stmt) -> bool:
-    """Whether a ``return``, ``raise``, ``continue`` or ``break`` comes before ``statement`` in its block."""
-    for earlier in model.block_of(statement) or []:
+def _after_a_jump(model: SemanticModel, statement: ast.stmt, top_level: bool) -> bool:
+    """Whether a ``return``, ``raise``, ``continue`` or ``break`` comes before ``statement`` in its
+    block (not the module's top level), or a call that ends the process (not at a notebook's top level)."""
+    notebook = model.path is not None and model.path.endswith(NOTEBOOK_SUFFIX)
+    block = model.block_of(statement) or []
+    for index, earlier in enumerate(block):
         if earlier is statement:
             return False
-        if isinstance(earlier, JUMPS):
+        if isinstance(earlier, JUMPS) and not top_level:
+            return True
+        if _ends_the_process(model, earlier) and not (top_level and (notebook or _defines_after(block, index))):
             return True
     return False
+
+
+def _defines_after(block: List[ast.stmt], index: int) -> bool:
+    """Whether a ``def`` or ``class`` follows the statement at ``index`` of ``block``: below an exit
+    at a script's top level, the program itself (an ``exit()`` left in while debugging the top of it)."""
+    return any(isinstance(later, DEFINITIONS) for later in block[index + 1:])
+
+
+def _ends_the_process(model: SemanticModel, statement: ast.stmt) -> bool:
+    """``sys.exit(0)``, ``os._exit(1)``, ``exit()`` or ``quit()`` as a statement of its own."""
+    if not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)):
+        return False
+    func = statement.value.func
+    return bool(model.resolved_names(func) & EXITS) or model.is_builtin(func, EXIT_BUILTINS)
 
 
 def _always_false(model: SemanticModel, statement: ast.If) -> bool:

@@ -22,6 +22,7 @@ from gpulint.semantic.model import Function, GradientWalker, Place, SemanticMode
 from gpulint.semantic.scopes import Binding
 from gpulint.semantic.survey import ast_dotted_name, forward_model, is_false_constant, module_of, own_nodes
 from gpulint.semantic.frozen import frozen_models
+from gpulint.semantic.reached_reads import reached_reads
 from gpulint.semantic.torch_api import (
     FORWARD_METHODS, HISTORY_FREE_METHODS, MODULE_API, MODULE_CALL_METHOD, MODULE_RETURNING_METHODS, PARAMETER_FREE_LAYERS,
     is_loss_module, nn_class_name,
@@ -78,9 +79,9 @@ class ScopeFacts:
     """Calls, with gradients on, of values the code put in training mode (``model.train()``)."""
     outputs: Dict[int, Set[str]] = field(default_factory=dict)
     """For each call (by ``id``) whose value the code binds to names, those names."""
-    read_as_numpy: Set[str] = field(default_factory=set)
-    """Names the code turns into numpy arrays without detaching them (``out[0].cpu().numpy()``):
-    their tensors need no gradient, or the call would raise."""
+    read_as_numpy: Dict[str, List[ast.Name]] = field(default_factory=dict)
+    """Names the code turns into numpy arrays without detaching them (``out[0].cpu().numpy()``),
+    with those reads: the tensors read there need no gradient, or the call would raise."""
     detached: Set[str] = field(default_factory=set)
     """Names the code detaches somewhere (``out["boxes"].detach()``, ``out.data``): where the name
     holds one value only, the code takes it to carry a graph, so another part turned into numpy
@@ -171,17 +172,51 @@ class EvaluationFacts:
             evidence: Optional[Set[str]] = None
             for call in [*facts.forward_calls, *(call for _, call in facts.open_calls)]:
                 place = self.model_place(call)
-                read = facts.outputs.get(id(call), set()) & facts.read_as_numpy
-                if place is None or not read:
+                if place is None or id(call) not in facts.outputs or not facts.read_as_numpy:
                     continue
                 if evidence is None:
-                    evidence = facts.read_as_numpy - _detached_once_bound(facts)
-                if read & evidence:
+                    evidence = set(facts.read_as_numpy) - _detached_once_bound(facts)
+                if self._output_read_as_numpy(facts, call, evidence):
                     self.frozen.add(place)
         for facts in self.scopes:
             resolved = [call for place, call in facts.open_calls if self._open_in_eval(facts, place, decided)]
             if resolved:
                 facts.forward_calls = sorted([*facts.forward_calls, *resolved], key=lambda call: (call.lineno, call.col_offset))
+
+    def _output_read_as_numpy(self, facts: ScopeFacts, call: ast.Call, names: Set[str]) -> bool:
+        """Whether the value the forward ``call`` binds (``out = model(x)``) reaches one of the
+        scope's undetached numpy reads of ``names`` as it is, or through names bound to a chain of
+        its methods, attributes and items (``probs = out.softmax(1)``), each followed as the
+        statements run (:func:`~gpulint.semantic.reached_reads.reached_reads`). A read of the name
+        after it is bound to another value (``out = torch.argmax(out, 1)``, then
+        ``out.cpu().numpy()``) shows nothing of the model. Where another scope may read a name,
+        a numpy read of it anywhere counts."""
+        numpy_reads = {id(read) for name in names for read in facts.read_as_numpy.get(name, [])}
+        pending = [self.model.parent(call)]
+        seen: Set[int] = set()
+        while pending:
+            assignment = pending.pop()
+            if not isinstance(assignment, ast.Assign) or id(assignment) in seen:
+                continue
+            seen.add(id(assignment))
+            for target in assignment.targets:
+                place = self.model.place(target) if isinstance(target, ast.Name) else None
+                if place is None:
+                    continue
+                reads = reached_reads(self.model, assignment, place.binding)
+                if reads is None:
+                    if place.binding.name in names:
+                        return True
+                    continue
+                if any(id(read) in numpy_reads for read in reads):
+                    return True
+                for read in reads:
+                    statement = self.model.parent(read)
+                    while statement is not None and not isinstance(statement, ast.stmt):
+                        statement = self.model.parent(statement)
+                    if isinstance(statement, ast.Assign) and _undetached_root(statement.value) is read:
+                        pending.append(statement)
+        return False
 
     def _only_ever_a_loss(self, place: Place) -> bool:
         """Whether every store to the name ``place`` is an assignment of a loss module: a name bound
@@ -336,9 +371,9 @@ class _Walk(GradientWalker):
         if self.model.needs_gradients(node):
             facts.needs_gradients = True
         if isinstance(func, ast.Attribute) and func.attr == "numpy":
-            undetached = _undetached_name(func.value)
+            undetached = _undetached_root(func.value)
             if undetached is not None:
-                facts.read_as_numpy.add(undetached)
+                facts.read_as_numpy.setdefault(undetached.id, []).append(undetached)
         if isinstance(func, ast.Attribute):
             method = func.attr
             receiver = module_of(func.value, MODE_PRESERVING)
@@ -408,14 +443,14 @@ def builds_a_weightless_layer(model: SemanticModel, value: ast.expr) -> bool:
     )
 
 
-def _undetached_name(node: ast.expr) -> Optional[str]:
-    """The name a chain of tensor methods, attributes and indexing starts from
+def _undetached_root(node: ast.expr) -> Optional[ast.Name]:
+    """The name node a chain of tensor methods, attributes and indexing starts from
     (``out[1][0].sigmoid().cpu()``: ``out``); None if the chain detaches (``.detach()``, ``.data``)
     or computes something that never carries history (``out.argmax(1)``: indices, which never
     require grad, show nothing of the model)."""
     while True:
         if isinstance(node, ast.Name):
-            return node.id
+            return node
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             if node.func.attr in DETACHING or node.func.attr in HISTORY_FREE_METHODS:
                 return None

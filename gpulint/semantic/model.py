@@ -660,6 +660,12 @@ class SemanticModel(Survey):
                 found.add(cls.node)
         return frozenset(found)
 
+    def _constructs_module(self, value: ast.expr) -> bool:
+        """As :meth:`Survey._constructs_module`, and an instance of one of the module's own model
+        classes (:attr:`module_classes`: ``features = FeatureNet(backbone)`` after ``class
+        FeatureNet(nn.Module)``), however the code goes on to use it."""
+        return super()._constructs_module(value) or self.class_built(value) in self.module_classes
+
     def class_built(self, value: ast.expr) -> Optional[ast.ClassDef]:
         """The class of the module that ``value`` builds an instance of (``Net(cfg).cuda().eval()``)."""
         built = module_of(value)

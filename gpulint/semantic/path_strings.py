@@ -2,11 +2,12 @@
 
 ``os.path.join(model_pool, name + ".pth")`` after ``model_pool = "model_zoo"`` may be
 ``"model_zoo/<?>.pth"``: names are followed to every assignment that binds them (by binding, in
-any scope), ``args.x`` to the default of the one ``add_argument`` of the module that fills ``x``,
-and strings are put together as ``+``, f-strings, ``%``, ``str.format``, ``os.path.join`` and
-``pathlib``'s ``/`` do. Whatever the code does not spell — a parameter, a loop variable, a call, a
-name rebound with ``+=`` — is :data:`UNKNOWN` in the result, so a reader can still see a folder the
-path is under when it cannot see the file's name.
+any scope), an item of a dict display that nothing changes to its values, ``args.x`` to the
+default of the one ``add_argument`` of the module that fills ``x``, and strings are put together
+as ``+``, f-strings, ``%``, ``str.format``, ``os.path.join`` and ``pathlib``'s ``/`` do. Whatever
+the code does not spell — a parameter, a loop variable, a call, a name rebound with ``+=`` — is
+:data:`UNKNOWN` in the result, so a reader can still see a folder the path is under when it cannot
+see the file's name.
 """
 
 from __future__ import annotations
@@ -88,7 +89,37 @@ class _Paths:
             return self._name(node, following, depth)
         if isinstance(node, ast.Attribute):
             return self._attribute(node, following, depth)
+        if isinstance(node, ast.Subscript):
+            return self._item(node, following, depth)
         return _UNKNOWN_ONLY
+
+    def _item(self, node: ast.Subscript, following: FrozenSet[int], depth: int) -> _Strings:
+        """``model_dirs[name]`` where every binding of ``model_dirs`` is a dict display and every
+        read of it looks an item up (nothing can change it): the value under a constant key, or
+        any of its values."""
+        mapping = node.value
+        if not isinstance(mapping, ast.Name) or self.model.resolved_names(mapping) or mapping.id in self.model.names_bound_otherwise:
+            return _UNKNOWN_ONLY
+        binding = self.model.scope_at(mapping).resolve(mapping.id)
+        if binding.name in binding.scope.parameters:
+            return _UNKNOWN_ONLY
+        displays: List[ast.Dict] = []
+        for use in self.model.uses(binding):
+            if isinstance(use.ctx, ast.Load):
+                lookup = self.model.parent(use)
+                if not (isinstance(lookup, ast.Subscript) and lookup.value is use and isinstance(lookup.ctx, ast.Load)):
+                    return _UNKNOWN_ONLY
+                continue
+            value = self._assigned_to(use)
+            if not isinstance(value, ast.Dict) or any(key is None for key in value.keys):
+                return _UNKNOWN_ONLY
+            displays.append(value)
+        key = node.slice
+        chosen = [
+            value for display in displays for item_key, value in zip(display.keys, display.values)
+            if not (isinstance(key, ast.Constant) and isinstance(item_key, ast.Constant)) or item_key.value == key.value
+        ]
+        return self._union(self.strings(value, following, depth + 1) for value in chosen) if chosen else _UNKNOWN_ONLY
 
     def _formatted(self, part: ast.expr, following: FrozenSet[int], depth: int) -> _Strings:
         if isinstance(part, ast.FormattedValue):

@@ -1,7 +1,8 @@
 """Whether a path names a published artifact by how the code spells it.
 
 A reader knows ``model_zoo/dncnn_25.pth`` for release weights without opening the file: it lies in
-a model zoo (the folder projects keep downloaded pretrained models in), or it is named as
+a model zoo (the folder projects keep downloaded pretrained models in) or in torch.hub's download
+cache (``~/.cache/torch/hub/checkpoints/``), or it is named as
 ``torch.hub`` names releases (``resnet50-19c8e357.pth``), or for weights converted from Caffe
 (``vgg16_caffe.pth``: a framework without torch tensors, so a conversion script wrote them). Every
 string the path may be (:func:`~gpulint.semantic.path_strings.path_strings`) must be one, and the
@@ -22,6 +23,9 @@ from gpulint.semantic.torch_api import HUB_HASHED_FILE
 
 MODEL_ZOO_FOLDERS = frozenset({"model_zoo", "modelzoo", "model-zoo"})
 """Folders named for a collection of published pretrained models."""
+HUB_DOWNLOADS = ("hub", "checkpoints")
+"""The folders of torch.hub's download cache (``~/.cache/torch/hub/checkpoints``), where only
+published weights land."""
 CONVERTED_FROM = frozenset({"caffe"})
 """Words of a file name that say the weights were converted from a framework without torch tensors."""
 NAME_WORD = re.compile(r"[a-z]+")
@@ -47,6 +51,8 @@ def _published(path: str) -> bool:
         return False
     *folders, name = parts
     if any(folder.lower() in MODEL_ZOO_FOLDERS for folder in folders):
+        return True
+    if any(pair == HUB_DOWNLOADS for pair in zip(folders, folders[1:])):
         return True
     hashed = re.search(HUB_HASHED_FILE, name)
     if hashed and not DATE_LIKE.search(hashed.group(1)):

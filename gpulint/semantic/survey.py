@@ -16,7 +16,7 @@ from functools import cached_property
 from typing import AbstractSet, DefaultDict, Dict, FrozenSet, Iterator, List, Optional, Set, Tuple, Type, TypeVar
 
 from gpulint.semantic.torch_api import (
-    FORWARD_METHODS, MAP_LOCATION_SLOT, MODULE_METHODS, MODULE_RETURNING_METHODS, OTHER_FRAMEWORKS, TORCH_LIBRARIES,
+    FORWARD_METHODS, MODULE_METHODS, MODULE_RETURNING_METHODS, OTHER_FRAMEWORKS, TORCH_LIBRARIES,
     builds_history_free_metric, is_module_constructor,
 )
 from gpulint.semantic.import_table import ImportTable
@@ -275,9 +275,11 @@ class Survey:
         be modules: receivers of ``nn.Module`` methods (``model.eval()``) but names the function
         binds to a metric of :data:`~gpulint.semantic.torch_api.HISTORY_FREE_METRICS`, names
         bound to a module built, moved or switched (``net = Net().cuda()``, ``head =
-        nn.Linear(...)``), and names bound to a loaded object that the same function calls and
-        moves or switches like a module (``model = torch.load(path)["model"]``, ``model =
-        model.cuda()``, ``model(x)``)."""
+        nn.Linear(...)``, an instance of a model class of the module: :meth:`_constructs_module`),
+        and names bound to what a call returns (a loaded object, a library's or a factory's model)
+        that the same function calls and moves or switches like a module (``model =
+        torch.load(path)["model"]``, ``model = smp.Unet(...)``, then ``model = model.cuda()`` or
+        ``model.to(device)``, and ``model(x)``): a tensor is never called."""
         found: DefaultDict[Optional[ast.AST], Set[str]] = defaultdict(set)
         metrics: DefaultDict[Optional[ast.AST], Set[str]] = defaultdict(set)
         for assign in self.nodes(ast.Assign):
@@ -297,20 +299,22 @@ class Survey:
             if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name)
         }
         for assign in self.nodes(ast.Assign):
-            if self._loads_an_object(assign.value):
+            if self._made_by_a_call(assign.value):
                 function = self.function_of(assign)
                 found[function].update(
                     target.id for target in assign.targets
                     if isinstance(target, ast.Name) and (function, target.id) in called and (function, target.id) in switched
+                    and target.id not in metrics[function]
                 )
         return {function: frozenset(names - {None}) for function, names in found.items()}
 
-    def _loads_an_object(self, value: ast.expr) -> bool:
-        """``torch.load(path)``, or an item of it (``torch.load(path)["model"]``), or ``torch.jit.load(path)``:
-        a loaded object, which the code calling it shows to be a pickled or scripted module."""
+    @staticmethod
+    def _made_by_a_call(value: ast.expr) -> bool:
+        """What a call returns, or an item of it (``torch.load(path)["model"]``, ``torch.jit.load(path)``,
+        ``smp.Unet(...)``, ``build_model(cfg)``): an object the code calling and moving it shows to be a module."""
         if isinstance(value, ast.Subscript):
             value = value.value
-        return isinstance(value, ast.Call) and bool(self.qualified_names(value.func) & MAP_LOCATION_SLOT.keys())
+        return isinstance(value, ast.Call)
 
     @cached_property
     def modules(self) -> FrozenSet[str]:

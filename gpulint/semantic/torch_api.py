@@ -367,11 +367,15 @@ CLOCKS = frozenset({"time.time", "time.perf_counter", "time.monotonic", "time.pr
 """The standard library's clocks, which return Python numbers (``start_time = time.time()`` in an
 evaluation loop)."""
 
-HISTORY_FREE_METHODS = TENSOR_TO_PYTHON_METHODS | TENSOR_SHAPE_METHODS | INDEX_METHODS | frozenset({
+INTEGER_CASTS = frozenset({"bool", "byte", "char", "short", "int", "long"})
+"""Tensor methods that cast to an integer or boolean dtype, which can carry no autograd history
+(``mask.mul(255).byte()``)."""
+
+HISTORY_FREE_METHODS = TENSOR_TO_PYTHON_METHODS | TENSOR_SHAPE_METHODS | INDEX_METHODS | INTEGER_CASTS | frozenset({
     "detach", "numpy", "eq", "ne", "lt", "le", "gt", "ge",
 })
 """Tensor methods whose result carries no autograd history whatever the receiver's: Python values,
-shapes, indices, masks and detached copies (``semantic.confined`` reads them)."""
+shapes, indices, masks, integer casts and detached copies (``semantic.confined`` reads them)."""
 
 TENSOR_ATTRIBUTES = TENSOR_METADATA_ATTRIBUTES | TENSOR_SHAPE_METHODS | TENSOR_TO_PYTHON_METHODS | frozenset({
     "T", "data", "grad", "float", "half", "double", "to", "cuda", "cpu", "view", "reshape", "copy_",
