@@ -1,6 +1,8 @@
 """Does a value get used only as a mapping of tensors? A data-flow check behind fix applicability.
 
-A loaded checkpoint that is only handed to ``load_state_dict``, indexed with string keys whose values
+A loaded checkpoint that is only handed to ``load_state_dict`` (of anything but an instance of a
+project class that defines its own: a learning-rate scheduler or an EMA helper of the project may
+keep the tensors as they came back, on the device they were loaded onto), indexed with string keys whose values
 go the same way, iterated through ``.keys()``, or rebuilt by a dict comprehension over ``.items()``
 whose values go the same way, behaves the same wherever its tensors live. Any other use (returned,
 called, moved, stored, unpacked) may depend on the device, and so may any use of a module-level
@@ -15,10 +17,12 @@ from typing import FrozenSet, Optional, Set
 
 from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.module_bindings import may_be_imported
+from gpulint.semantic.project_modules import imported_classes
 from gpulint.semantic.scopes import Binding
-from gpulint.semantic.survey import is_false_constant
+from gpulint.semantic.survey import is_false_constant, module_of
 
 TENSOR_METADATA = frozenset({"shape", "dtype", "ndim", "size", "dim", "numel"})
+LOAD_STATE_DICT = "load_state_dict"
 """What a comprehension's filter may read of a value without its device mattering."""
 
 
@@ -57,7 +61,7 @@ class MappingUse:
         """``x.load_state_dict(value)``, which copies each tensor into the device of the parameter
         it belongs to; not with ``assign=True`` (possibly passed positionally or through ``**``),
         which makes the loaded tensors themselves the parameters."""
-        if not (isinstance(call.func, ast.Attribute) and call.func.attr == "load_state_dict"):
+        if not (isinstance(call.func, ast.Attribute) and call.func.attr == LOAD_STATE_DICT):
             return False
         if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
             return False
@@ -65,9 +69,31 @@ class MappingUse:
             return False
         if any(k.arg == "assign" and not is_false_constant(k.value) for k in call.keywords):
             return False
+        if self._restores_its_own_way(call.func.value):
+            return False
         if keyword is not None:
             return keyword == "state_dict"
         return call.args[0] is expr
+
+    def _restores_its_own_way(self, receiver: ast.expr) -> bool:
+        """Whether ``receiver`` (of ``receiver.load_state_dict(...)``) may be an instance of a class
+        of the module, or of a project module it imports, that defines ``load_state_dict`` itself:
+        an assignment binds it to such a class's instance (``self.scheduler =
+        PlateauLRScheduler(...)``, through moving and switching methods)."""
+        place = self.model.place(receiver)
+        if place is None:
+            return False
+        for assign in self.model.nodes(ast.Assign):
+            if not any(self.model.place(target) == place for target in assign.targets):
+                continue
+            built = module_of(assign.value)
+            if not isinstance(built, ast.Call):
+                continue
+            own = self.model.defined_class(built.func)
+            classes = [own] if own is not None else imported_classes(self.model, self.path, built.func)
+            if any(_defines(cls, LOAD_STATE_DICT) for cls in classes):
+                return True
+        return False
 
     def _mapping_method_use(self, attribute: ast.Attribute) -> bool:
         call = self.model.parent(attribute)
@@ -126,6 +152,11 @@ class MappingUse:
             self.importable = name.id
             return False
         return True
+
+
+def _defines(cls: ast.ClassDef, method: str) -> bool:
+    """Whether the body of ``cls`` defines ``method``."""
+    return any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == method for node in cls.body)
 
 
 def _reads_name(expression: ast.AST, name: str, allowed: FrozenSet[str] = frozenset()) -> bool:
