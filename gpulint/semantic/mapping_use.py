@@ -2,8 +2,8 @@
 
 A loaded checkpoint that is only handed to ``load_state_dict`` (of anything but an instance of a
 project class that defines its own: a learning-rate scheduler or an EMA helper of the project may
-keep the tensors as they came back, on the device they were loaded onto), indexed with string keys whose values
-go the same way, iterated through ``.keys()``, or rebuilt by a dict comprehension over ``.items()``
+keep the tensors as they came back, on the device they were loaded onto), indexed with string keys
+whose values go the same way, iterated through ``.keys()``, or rebuilt by a dict comprehension over ``.items()``
 whose values go the same way, behaves the same wherever its tensors live. Any other use (returned,
 called, moved, stored, unpacked) may depend on the device, and so may any use of a module-level
 name that other modules may import (see :mod:`gpulint.semantic.module_bindings`). Names are
@@ -22,8 +22,9 @@ from gpulint.semantic.scopes import Binding
 from gpulint.semantic.survey import is_false_constant, module_of
 
 TENSOR_METADATA = frozenset({"shape", "dtype", "ndim", "size", "dim", "numel"})
-LOAD_STATE_DICT = "load_state_dict"
 """What a comprehension's filter may read of a value without its device mattering."""
+LOAD_STATE_DICT = "load_state_dict"
+"""The method that restores a state dict into what it is called on."""
 
 
 def _is_string(node: Optional[ast.AST]) -> bool:
@@ -60,7 +61,8 @@ class MappingUse:
     def _is_state_dict_argument(self, call: ast.Call, expr: ast.expr, keyword: Optional[str]) -> bool:
         """``x.load_state_dict(value)``, which copies each tensor into the device of the parameter
         it belongs to; not with ``assign=True`` (possibly passed positionally or through ``**``),
-        which makes the loaded tensors themselves the parameters."""
+        which makes the loaded tensors themselves the parameters, nor on an instance of a project
+        class with a ``load_state_dict`` of its own (:meth:`_restores_its_own_way`)."""
         if not (isinstance(call.func, ast.Attribute) and call.func.attr == LOAD_STATE_DICT):
             return False
         if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
