@@ -281,6 +281,11 @@ def test_tensor_members_exist(name):
     assert sorted(m for m in getattr(torch_api, name) if not _tensor_has(m)) == []
 
 
+def test_on_cuda_attribute_says_where_a_tensor_lies():
+    assert getattr(torch.zeros(1), torch_api.ON_CUDA_ATTRIBUTE) is False
+    assert not callable(getattr(torch.zeros(1), torch_api.ON_CUDA_ATTRIBUTE))
+
+
 def test_tensor_methods_are_methods():
     methods = torch_api.TENSOR_SHAPE_METHODS | torch_api.TENSOR_TO_PYTHON_METHODS | torch_api.INDEX_METHODS
     methods |= torch_api.DEVICE_KEEPING_TENSOR_METHODS | torch_api.BINARY_TENSOR_METHODS

@@ -14,6 +14,7 @@ from gpulint.engine.diagnostics import Applicability, Diagnostic, Edit, FixOutco
 from gpulint.engine.rule import FixAvailability, Rule
 from gpulint.engine.test_modules import is_test_module
 from gpulint.semantic.array_data import ArrayData
+from gpulint.semantic.base_network import starts_a_part_beside_a_resume
 from gpulint.semantic.coco_evaluation import read_as_coco_evaluation
 from gpulint.semantic.computed_as_loaded import computed_beside_gpu_values_as_loaded
 from gpulint.semantic.construction_weights import loaded_while_built
@@ -212,11 +213,13 @@ def _saved_by_the_project(model: SemanticModel, path: str, call: ast.Call) -> bo
 
 def _built_with_published_weights(model: SemanticModel, call: ast.Call) -> bool:
     """Whether the call loads the weights a network is constructed with
-    (:func:`~gpulint.semantic.construction_weights.loaded_while_built`) from a file the program does
-    not write itself: neither the module nor another module of the project ``torch.save``s a file of
-    a name the load may read (a classifier head built on the trunk its training script saved is the
-    program's own checkpoint, not a published network)."""
-    if not loaded_while_built(model, call):
+    (:func:`~gpulint.semantic.construction_weights.loaded_while_built`), or those its base starts
+    from where the other branch resumes it whole
+    (:func:`~gpulint.semantic.base_network.starts_a_part_beside_a_resume`), from a file the program
+    does not write itself: neither the module nor another module of the project ``torch.save``s a
+    file of a name the load may read (a classifier head built on the trunk its training script saved
+    is the program's own checkpoint, not a published network)."""
+    if not (loaded_while_built(model, call) or starts_a_part_beside_a_resume(model, call)):
         return False
     return not _saved_here_by_name(model, call) and not (
         model.path is not None and _saved_by_the_project(model, model.path, call)

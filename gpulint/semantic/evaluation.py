@@ -43,9 +43,9 @@ PIPELINE_FACTORIES = frozenset({"transformers.pipeline", "transformers.pipelines
 ``transformers.pipeline``. Their ``__call__`` runs the models without gradients."""
 
 Owner = Union[ast.Module, ast.FunctionDef, ast.AsyncFunctionDef]
-ArgumentMode = Union[bool, Tuple["ScopeFacts", Place]]
-"""What a call passes at one position: a model known to be in evaluation mode there or not, or one
-whose mode comes from outside the caller."""
+ArgumentMode = Union[bool, Tuple["ScopeFacts", Place], Function]
+"""What a call passes at one position: a model known to be in evaluation mode there or not, one
+whose mode comes from outside the caller, or what a function of the module returns."""
 
 CALLED_AS_THE_OBJECT = frozenset({MODULE_CALL_METHOD, "__call__"})
 """The methods that calling the object runs (``model(x)``, ``body(pose)``): a forward pass that a
@@ -79,6 +79,9 @@ class ScopeFacts:
     """Calls, with gradients on, of values the code put in training mode (``model.train()``)."""
     outputs: Dict[int, Set[str]] = field(default_factory=dict)
     """For each call (by ``id``) whose value the code binds to names, those names."""
+    returned_by: Dict[Place, Optional[Function]] = field(default_factory=dict)
+    """Names the code last bound to what a call returns, with the module's function it calls (None
+    for any other callee): ``model = load_model(path)``."""
     read_as_numpy: Dict[str, List[ast.Name]] = field(default_factory=dict)
     """Names the code turns into numpy arrays without detaching them (``out[0].cpu().numpy()``),
     with those reads: the tensors read there need no gradient, or the call would raise."""
@@ -95,7 +98,7 @@ class EvaluationFacts:
     def __init__(self, model: SemanticModel) -> None:
         self.model = model
         self.scopes: List[ScopeFacts] = []
-        self.arguments: Dict[int, List[ArgumentMode]] = {}
+        self.arguments: Dict[int, Dict[int, ArgumentMode]] = {}
         """For each call site (by ``id`` of its node), what it passes at each positional argument."""
         self.frozen: Set[Place] = set(model.derived(frozen_models))
         """Models that build no graph of their own: frozen models (:mod:`gpulint.semantic.frozen`),
@@ -126,12 +129,16 @@ class EvaluationFacts:
     def _argument_in_eval(self, argument: ArgumentMode, decided: Dict[Tuple[Function, int], bool]) -> bool:
         if isinstance(argument, bool):
             return argument
+        if isinstance(argument, Function):
+            return argument in self.returning_in_evaluation
         facts, place = argument
         return self._open_in_eval(facts, place, decided)
 
     def _open_in_eval(self, facts: ScopeFacts, place: Place, decided: Dict[Tuple[Function, int], bool]) -> bool:
         """Whether a value whose mode ``facts`` does not set is in evaluation mode by facts from
-        outside: the class, the callers, the module."""
+        outside: the function that returned it, the class, the callers, the module."""
+        if facts.returned_by.get(place) in self.returning_in_evaluation:
+            return True
         function = facts.function
         if function is None or function.name in CALLED_AS_THE_OBJECT:
             return False
@@ -141,13 +148,48 @@ class EvaluationFacts:
                 return False
             modes = self.class_modes.get(place, [])
             return bool(modes) and all(modes)
-        if binding.scope is function.scope and binding.name in function.scope.parameters:
-            if place.path or binding.name not in function.positional:
+        owner = function if binding.scope is function.scope else self._enclosing_function(function, binding)
+        if owner is not None and binding.name in owner.scope.parameters:
+            if place.path or binding.name not in owner.positional or (owner is not function and place in self._facts_of[owner].mode):
                 return False
-            return decided.get((function, function.positional.index(binding.name)), False)
+            return decided.get((owner, owner.positional.index(binding.name)), False)
         if binding.scope is self.model.root:
             return self.module_facts.mode.get(place) is True
         return False
+
+    def _enclosing_function(self, function: Function, binding: Binding) -> Optional[Function]:
+        """The function around ``function`` whose scope owns ``binding`` (a closure's read of a
+        parameter of the function that defines it: ``net`` in ``predict`` nested in ``demo(net)``)."""
+        owner = self.model.function_of_scope(binding.scope)
+        if owner is None or not any(around is owner.node for around in self.model.ancestors(function.node)):
+            return None
+        return owner
+
+    @cached_property
+    def _facts_of(self) -> Dict[Function, ScopeFacts]:
+        return {facts.function: facts for facts in self.scopes if facts.function is not None}
+
+    @cached_property
+    def returning_in_evaluation(self) -> FrozenSet[Function]:
+        """The module's functions every ``return`` of which gives back a module they switched to
+        evaluation mode: ``model.eval()`` then ``return model`` (the mode as the function last left
+        it), or ``return model.eval()``."""
+        found = set()
+        for facts in self.scopes:
+            function = facts.function
+            if function is None:
+                continue
+            returns = [node for node in own_nodes(function.node.body) if isinstance(node, ast.Return)]
+            if returns and all(node.value is not None and self._in_evaluation_as_left(facts, node.value) for node in returns):
+                found.add(function)
+        return frozenset(found)
+
+    def _in_evaluation_as_left(self, facts: ScopeFacts, value: ast.expr) -> bool:
+        switched = _mode_switched_by(value)
+        if switched is not None:
+            return switched
+        place = self.model.place(module_of(value, MODE_PRESERVING))
+        return place is not None and facts.mode.get(place) is True
 
     def _resolve(self) -> None:
         """The loss modules and the parameters given one at every call (:meth:`_resolve_losses`),
@@ -164,8 +206,8 @@ class EvaluationFacts:
                 for index in range(len(function.positional)):
                     if decided.get((function, index)):
                         continue
-                    sites = [self.arguments.get(id(site.node), []) for site in function.calls]
-                    if sites and all(index < len(site) and self._argument_in_eval(site[index], decided) for site in sites):
+                    sites = [self.arguments.get(id(site.node), {}) for site in function.calls]
+                    if sites and all(index in site and self._argument_in_eval(site[index], decided) for site in sites):
                         decided[(function, index)] = True
                         changed = True
         for facts in self.scopes:
@@ -308,6 +350,10 @@ class _Walk(GradientWalker):
             names = {target.id for target in node.targets if isinstance(target, ast.Name)}
             if names:
                 self.stack[-1].outputs[id(value)] = names
+            for target in node.targets:
+                place = self.model.place(target) if isinstance(target, ast.Name) else None
+                if place is not None:
+                    self.stack[-1].returned_by[place] = self.model.callee(value)
         if self.model.classes_without_grad and self.model.class_built(value) in self.model.classes_without_grad:
             for target in node.targets:
                 place = self.model.place(target)
@@ -387,10 +433,18 @@ class _Walk(GradientWalker):
             self._forward_call(facts, self.model.place(func), node)
         site = self.model.site_of.get(id(node))
         if site is not None and site.callee is not None:
-            self.facts.arguments[id(node)] = [self._argument(facts, argument) for _, argument in self.model.positional_arguments(site)]
+            self.facts.arguments[id(node)] = {
+                index: self._argument(facts, argument) for index, argument in self.model.positional_arguments(site)
+            }
         self.generic_visit(node)
 
     def _argument(self, facts: ScopeFacts, argument: ast.expr) -> ArgumentMode:
+        switched = _mode_switched_by(argument)
+        if switched is not None:
+            return switched
+        callee = self.model.callee(argument) if isinstance(argument, ast.Call) else None
+        if callee is not None:
+            return callee
         place = self.model.place(argument)
         if place is None:
             return False
@@ -423,6 +477,19 @@ class _Walk(GradientWalker):
         owner = facts.function.owner if facts.function is not None else None
         methods: FrozenSet[str] = frozenset(owner.methods) if owner is not None else frozenset()
         return attribute not in methods and attribute not in MODULE_API
+
+
+def _mode_switched_by(value: ast.expr) -> Optional[bool]:
+    """The mode the last switch of a chain of calls that return their module sets: True for
+    ``net.eval()`` and ``net.eval().cuda()``, False for ``net.train()``; None where no call of the
+    chain switches one (``net.cuda()``, ``net``)."""
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in MODULE_RETURNING_METHODS:
+        if value.func.attr == "eval":
+            return not value.args
+        if value.func.attr == "train":
+            return bool(value.args) and is_false_constant(value.args[0])
+        value = value.func.value
+    return None
 
 
 def builds_a_loss_module(model: SemanticModel, value: ast.expr) -> bool:

@@ -36,7 +36,7 @@ from gpulint.semantic.scopes import Binding
 from gpulint.semantic.survey import forward_model, position
 from gpulint.semantic.torch_api import (
     CPU_FABRICATIONS, DEFAULT_DEVICE_SETTERS, DEVICE_CONTEXT, DEVICE_MOVES, FORWARD_METHODS, MODE_SWITCHES,
-    MODULE_WRAPPERS, PLACEMENT_KEEPING_METHODS, VARIABLE,
+    MODULE_WRAPPERS, ON_CUDA_ATTRIBUTE, PLACEMENT_KEEPING_METHODS, VARIABLE,
 )
 
 DEVICE_KEYWORDS = frozenset({"device", "requires_grad", "pin_memory"})
@@ -251,13 +251,42 @@ def _moves_anything(model: SemanticModel, function: Function) -> bool:
 
 
 def _to_an_inputs_device(model: SemanticModel, method: ast.Attribute, parameters: Set[str]) -> bool:
-    """``P.to(x.device)``, ``x`` a parameter of the forward method other than ``self``: a move that
-    follows an input's device, which puts nothing on the GPU that the input did not bring there."""
+    """A move that follows an input's device, which puts nothing on the GPU that the input did not
+    bring there: ``P.to(x.device)``, or any move made only when an input is on the GPU (``if not
+    self.priors.is_cuda and x.is_cuda: self.priors = self.priors.cuda()``, ``self.priors.cuda() if
+    x.is_cuda else self.priors``), ``x`` a parameter of the forward method other than ``self``."""
     call = model.parent(method)
+    if _only_when_an_input_is_on_the_gpu(model, method, parameters):
+        return True
     if not (isinstance(call, ast.Call) and call.func is method and method.attr == "to" and len(call.args) == 1 and not call.keywords):
         return False
     device = call.args[0]
     return (
         isinstance(device, ast.Attribute) and device.attr == "device"
         and isinstance(device.value, ast.Name) and device.value.id in parameters
+    )
+
+
+def _only_when_an_input_is_on_the_gpu(model: SemanticModel, node: ast.AST, parameters: Set[str]) -> bool:
+    """Whether ``node`` lies in the body of an ``if`` (statement or expression) whose test holds only
+    where a parameter is on the GPU: ``x.is_cuda``, alone or as a term of an ``and``."""
+    child = node
+    for around in model.ancestors(node):
+        if isinstance(around, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            return False
+        if isinstance(around, ast.If) and any(child is statement for statement in around.body) and _requires_a_gpu_input(around.test, parameters):
+            return True
+        if isinstance(around, ast.IfExp) and child is around.body and _requires_a_gpu_input(around.test, parameters):
+            return True
+        child = around
+    return False
+
+
+def _requires_a_gpu_input(test: ast.expr, parameters: Set[str]) -> bool:
+    """``x.is_cuda``, ``x`` one of ``parameters``, or an ``and`` one of whose terms is."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return any(_requires_a_gpu_input(term, parameters) for term in test.values)
+    return (
+        isinstance(test, ast.Attribute) and test.attr == ON_CUDA_ATTRIBUTE
+        and isinstance(test.value, ast.Name) and test.value.id in parameters
     )

@@ -1101,11 +1101,22 @@ class SemanticModel(Survey):
         )
 
     def positional_arguments(self, site: CallSite) -> Iterator[Tuple[int, ast.expr]]:
-        """``(index, argument)`` for the positional arguments of a call, up to the first ``*args``."""
+        """``(index, argument)`` for the arguments a call fills its callee's positional parameters
+        with: the positional ones, up to the first ``*args``, then the keywords that name one of the
+        callee's positional parameters (``process(model=model)``) after the positional ones, unless
+        a ``*args`` may have filled it."""
+        starred = False
         for index, argument in enumerate(site.node.args):
             if isinstance(argument, ast.Starred):
-                return
+                starred = True
+                break
             yield index, argument
+        if starred or site.callee is None:
+            return
+        parameters = site.callee.positional
+        for keyword in site.node.keywords:
+            if keyword.arg in parameters and parameters.index(keyword.arg) >= len(site.node.args):
+                yield parameters.index(keyword.arg), keyword.value
 
 
 def _spells_a_grad_off_context(func: ast.expr) -> bool:

@@ -254,7 +254,10 @@ NUMPY_PACKAGE = "numpy"
 """numpy's functions give arrays and numbers, which carry no autograd history (numpy refuses a
 tensor that requires grad)."""
 
-TENSOR_METADATA_ATTRIBUTES = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad"})
+ON_CUDA_ATTRIBUTE = "is_cuda"
+"""The tensor attribute that is true where the tensor lies on a CUDA device."""
+
+TENSOR_METADATA_ATTRIBUTES = frozenset({"shape", "dtype", "device", "ndim", ON_CUDA_ATTRIBUTE, "requires_grad"})
 """Attributes of a tensor that describe it and hold none of its storage or history: every analysis
 that follows tensors (``tensors``, ``aliases``, ``gradients``) and GPU002 start from these."""
 
