@@ -236,7 +236,7 @@ class InferenceWithoutNoGrad(Rule):
                 forward = sorted([*forward, *program_calls], key=lambda call: (call.lineno, call.col_offset))
             calls = _beside_weighted_models(model, facts, [
                 call for call in forward
-                if _builds_a_graph_on_the_gpu(model, facts, call) and not _a_shape_check(model, call) and not on_tiny_images(model, call)
+                if _may_build_a_graph(model, facts, call) and not _a_shape_check(model, call) and not on_tiny_images(model, call)
                 and not never_runs(model, call)
             ])
             if not calls or (scope.function is not None and (
@@ -691,13 +691,10 @@ def _metadata_read(model: SemanticModel, value: ast.expr) -> Optional[ast.expr]:
     return None
 
 
-def _builds_a_graph_on_the_gpu(model: SemanticModel, facts: EvaluationFacts, call: ast.Call) -> bool:
-    """Whether a forward call may build a graph in GPU memory: not of a frozen model, nor a method its
-    class runs without gradients by its decorator (:func:`runs_without_grad_by_its_decorator`), nor of a model
-    the module itself binds (:meth:`SemanticModel.bound_here`: not ``self``'s part, nor a parameter
-    that callers elsewhere may fill with a model they moved) in a module that never puts anything on
-    an accelerator, nor a pass given only tensors the code makes up on the CPU
-    (:func:`given_only_cpu_fabrications`: a smoke test or shape probe, which a model on the GPU would
+def _may_build_a_graph(model: SemanticModel, facts: EvaluationFacts, call: ast.Call) -> bool:
+    """Whether a forward call may build a graph worth reporting: not of a frozen model, nor a method
+    its class runs without gradients by its decorator (:func:`runs_without_grad_by_its_decorator`),
+    nor a pass given only tensors the code makes up on the CPU (:func:`given_only_cpu_fabrications`: a smoke test or shape probe, which a model on the GPU would
     reject), nor of a model the scope still holds on the CPU (:func:`runs_on_the_cpu`: a tutorial's
     pass before its ``net.to(device)``), nor a library model's own inference method, which switches
     gradients off itself (:func:`runs_its_own_inference`: ``SentenceTransformer(...).encode(texts)``),
@@ -708,9 +705,7 @@ def _builds_a_graph_on_the_gpu(model: SemanticModel, facts: EvaluationFacts, cal
         return False
     if given_only_cpu_fabrications(model, call) or runs_on_the_cpu(model, call) or runs_its_own_inference(model, call):
         return False
-    if has_a_grad_free_twin(model, call):
-        return False
-    return place is None or model.mentions_accelerator or not model.bound_here(place)
+    return not has_a_grad_free_twin(model, call)
 
 
 def _training_calls(model: SemanticModel, function: Optional[Function]) -> List[ast.Call]:
@@ -860,7 +855,7 @@ def _sampled_in_training(model: SemanticModel, found: List[Candidate]) -> List[C
             if not _also_trained_in(model, scope, call) or _read_into_computation(model, call, criteria):
                 continue
             statement = model.parent(call)
-            if isinstance(statement, ast.stmt) and _builds_a_graph_on_the_gpu(model, facts, call) and not (
+            if isinstance(statement, ast.stmt) and _may_build_a_graph(model, facts, call) and not (
                 _may_train_inside(model, statement, [call]) or on_tiny_images(model, call, outputs_cut=True)
             ):
                 sampled.append((scope, [call], (statement, SAMPLED_IN_TRAINING)))
@@ -896,7 +891,7 @@ def _cut_where_mode_unset(model: SemanticModel, found: List[Candidate]) -> List[
             statement = next(node for node in model.ancestors(call) if isinstance(node, ast.stmt))
             if _may_train_inside(model, _outermost_loop(model, call), [call]):
                 continue
-            if _builds_a_graph_on_the_gpu(model, facts, call) and not (
+            if _may_build_a_graph(model, facts, call) and not (
                 _a_shape_check(model, call) or on_tiny_images(model, call, outputs_cut=True)
             ):
                 cut.append((scope, [call], (statement, CUT_WHERE_MODE_UNSET)))

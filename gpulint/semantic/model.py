@@ -974,41 +974,6 @@ class SemanticModel(Survey):
         parts = list(ast.walk(node))
         return _spells_an_accelerator(self._spelling(parts), (part for part in parts if isinstance(part, ast.Attribute)))
 
-    def bound_here(self, place: Place) -> bool:
-        """Whether the value at ``place`` is one the module binds itself: not ``self``'s part, not an
-        import and not a parameter, unless every call of its function in the module (one at least) passes, at its
-        position, a value bound here (a fixed point over the call graph)."""
-        binding = place.binding
-        if (binding.scope.is_class and binding.name == "self") or binding in self._imported:
-            return False
-        return binding.name not in binding.scope.parameters or binding in self._parameters_filled_here
-
-    @cached_property
-    def _parameters_filled_here(self) -> FrozenSet[Binding]:
-        filled: Set[Binding] = set()
-        changed = bool(self.call_sites)
-        while changed:
-            changed = False
-            for function in self.all_functions:
-                for index, name in enumerate(function.positional):
-                    binding = function.scope.resolve(name)
-                    if binding in filled or not function.calls:
-                        continue
-                    if all(self._passes_bound_here(site, index, filled) for site in function.calls):
-                        filled.add(binding)
-                        changed = True
-        return frozenset(filled)
-
-    def _passes_bound_here(self, site: CallSite, index: int, filled: Set[Binding]) -> bool:
-        argument = next((value for position, value in self.positional_arguments(site) if position == index), None)
-        place = self.place(argument) if argument is not None else None
-        if place is None:
-            return False
-        binding = place.binding
-        if (binding.scope.is_class and binding.name == "self") or binding in self._imported:
-            return False
-        return binding.name not in binding.scope.parameters or binding in filled
-
     @cached_property
     def training_functions(self) -> FrozenSet[Function]:
         """Functions of the module that train: their body calls ``backward``, an optimizer ``step`` or
