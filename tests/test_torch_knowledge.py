@@ -819,3 +819,10 @@ def test_weight_initialisers_fill_the_tensor_given_in_place():
         result = initialiser(weight, 0.5) if name == "constant_" else initialiser(weight)
         assert result is weight and weight.shape == (2, 3), name
 
+
+
+def test_graph_readers_are_torchviz_functions():
+    """torchviz is no dependency of gpulint: its functions are checked where it is installed."""
+    assert {name.partition(".")[0] for name in torch_api.GRAPH_READERS} == {"torchviz"}
+    torchviz = pytest.importorskip("torchviz")
+    assert sorted(name for name in torch_api.GRAPH_READERS if not callable(getattr(torchviz, name.partition(".")[2], None))) == []

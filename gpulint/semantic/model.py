@@ -1055,8 +1055,11 @@ class SemanticModel(Survey):
 
     def needs_gradients(self, call: ast.Call) -> bool:
         """``x.backward()``, ``x.step()``, ``torch.autograd.grad(...)`` (also imported by name:
-        ``from torch.autograd import grad``)."""
+        ``from torch.autograd import grad``), or a call that draws the autograd graph
+        (``make_dot(logits)``: :data:`~gpulint.semantic.torch_api.GRAPH_READERS`)."""
         func = call.func
+        if self.resolved_names(func) & torch_api.GRAPH_READERS:
+            return True
         if isinstance(func, ast.Name):
             return bool(self.qualified_names(func) & torch_api.AUTOGRAD_ENTRY_POINTS) and bool(
                 self.resolved_names(func) & torch_api.AUTOGRAD_ENTRY_POINTS

@@ -116,6 +116,10 @@ AUTOGRAD_ENTRY_POINTS = frozenset({"torch.autograd.grad", "torch.autograd.backwa
 """The functions that backpropagate besides ``Tensor.backward``: GPU005 reads a loop that calls one
 as a training loop."""
 
+GRAPH_READERS = frozenset({"torchviz.make_dot", "torchviz.make_dot_from_trace"})
+"""Functions that read a tensor's autograd graph to draw it (torchviz): code that calls one wants
+the graph its forward passes build, as code that backpropagates does."""
+
 ACCELERATOR_WORDS = ("cuda", "gpu", "device", "accelerat", "fabric", "parallel", "deepspeed")
 """Words, in lower case, that a name, attribute, keyword, import or string of the code contains
 wherever it puts a model or tensor on an accelerator — ``.cuda()``, ``torch.cuda.amp``,
