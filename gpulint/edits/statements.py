@@ -1,8 +1,9 @@
-"""Inserting statements into a block without disturbing its comments, blank lines and indentation."""
+"""Inserting statements into a block, or a block around statements, without disturbing their
+comments, blank lines and indentation."""
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence, Tuple
+from typing import Iterator, List, Optional, Sequence, Tuple
 
 import libcst as cst
 from libcst import MetadataDependent
@@ -66,3 +67,27 @@ def insert_after(owner: MetadataDependent, statement: cst.CSTNode, codes: Sequen
         if existing is statement:
             body.extend(new_lines)
     return block, block.with_changes(body=body)
+
+
+def wrapping_indent(owner: MetadataDependent, statement: cst.CSTNode, wrapped: Sequence[cst.CSTNode]) -> Optional[str]:
+    """The indentation a new block around ``wrapped`` (which starts with ``statement``) adds: the
+    step of the block that holds ``statement``, else of the first block inside ``wrapped``, where it
+    is not the module's default (a file indented with tabs, whose default LibCST took from an
+    earlier block indented with spaces); None, the module's default, otherwise."""
+    holder = _parent(owner, statement)
+    if isinstance(holder, cst.IndentedBlock) and holder.indent is not None:
+        return holder.indent
+    for node in wrapped:
+        for block in _blocks(node):
+            if block.indent is not None:
+                return block.indent
+    return None
+
+
+def _blocks(node: cst.CSTNode) -> Iterator[cst.IndentedBlock]:
+    """The indented blocks in ``node``, outermost first."""
+    if isinstance(node, cst.IndentedBlock):
+        yield node
+    for child in node.children:
+        yield from _blocks(child)
+

@@ -16,6 +16,7 @@ from gpulint.analysis.gradients import GradientFlow, mentions
 from gpulint.analysis.tensors import dotted_name
 from gpulint.engine.diagnostics import Applicability, Edit, FixOutcome, NoFix
 from gpulint.engine.rule import FixAvailability, Rule
+from gpulint.edits.statements import wrapping_indent
 from gpulint.engine.test_modules import is_test_module
 from gpulint.semantic.backward import backpropagated_functions
 from gpulint.semantic.reached_reads import reached_reads
@@ -436,7 +437,9 @@ class InferenceWithoutNoGrad(Rule):
             return NoFix("the code yields or awaits, and grad mode would stay off in whatever runs meanwhile")
         wrapped = cst.With(
             items=[cst.WithItem(item=cst.parse_expression(self._grad_off_call(inference_mode=False)))],
-            body=cst.IndentedBlock(body=[statement.with_changes(leading_lines=[])]),
+            body=cst.IndentedBlock(
+                body=[statement.with_changes(leading_lines=[])], indent=wrapping_indent(self, statement, [statement]),
+            ),
             leading_lines=statement.leading_lines,
         )
         import_edit = None if self._torch_name() else self.import_edit("torch")
@@ -471,7 +474,10 @@ class InferenceWithoutNoGrad(Rule):
                 return NoFix("the forward call is the expression the cell displays, which a `with` block would hide")
         wrapped = cst.With(
             items=[cst.WithItem(item=cst.parse_expression(self._grad_off_call()))],
-            body=cst.IndentedBlock(body=[body[start].with_changes(leading_lines=[]), *body[start + 1 : end + 1]]),
+            body=cst.IndentedBlock(
+                body=[body[start].with_changes(leading_lines=[]), *body[start + 1 : end + 1]],
+                indent=wrapping_indent(self, body[start], body[start : end + 1]),
+            ),
             leading_lines=body[start].leading_lines,
         )
         new_module = module.with_changes(body=[*body[:start], wrapped, *body[end + 1 :]])
