@@ -90,4 +90,3 @@ def _blocks(node: cst.CSTNode) -> Iterator[cst.IndentedBlock]:
         yield node
     for child in node.children:
         yield from _blocks(child)
-

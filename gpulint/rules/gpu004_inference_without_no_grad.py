@@ -14,9 +14,9 @@ from libcst.metadata import ParentNodeProvider, PositionProvider
 from gpulint.analysis.aliases import AliasGroup
 from gpulint.analysis.gradients import GradientFlow, mentions
 from gpulint.analysis.tensors import dotted_name
+from gpulint.edits.statements import wrapping_indent
 from gpulint.engine.diagnostics import Applicability, Edit, FixOutcome, NoFix
 from gpulint.engine.rule import FixAvailability, Rule
-from gpulint.edits.statements import wrapping_indent
 from gpulint.engine.test_modules import is_test_module
 from gpulint.semantic.backward import backpropagated_functions
 from gpulint.semantic.reached_reads import reached_reads
@@ -700,8 +700,9 @@ def _metadata_read(model: SemanticModel, value: ast.expr) -> Optional[ast.expr]:
 def _may_build_a_graph(model: SemanticModel, facts: EvaluationFacts, call: ast.Call) -> bool:
     """Whether a forward call may build a graph worth reporting: not of a frozen model, nor a method
     its class runs without gradients by its decorator (:func:`runs_without_grad_by_its_decorator`),
-    nor a pass given only tensors the code makes up on the CPU (:func:`given_only_cpu_fabrications`: a smoke test or shape probe, which a model on the GPU would
-    reject), nor of a model the scope still holds on the CPU (:func:`runs_on_the_cpu`: a tutorial's
+    nor a pass given only tensors the code makes up on the CPU (:func:`given_only_cpu_fabrications`:
+    a smoke test or shape probe, which a model on the GPU would reject), nor of a model the scope
+    still holds on the CPU (:func:`runs_on_the_cpu`: a tutorial's
     pass before its ``net.to(device)``), nor a library model's own inference method, which switches
     gradients off itself (:func:`runs_its_own_inference`: ``SentenceTransformer(...).encode(texts)``),
     nor a call the code runs with gradients on purpose, in the branch of an ``if`` whose other
