@@ -121,6 +121,7 @@ HOLDOUT_SETS = {
     "A fifty-fifth held-out set": ("wild-holdout-55-first.json", "wild-holdout-55.json"),
     "A fifty-sixth held-out set": ("wild-holdout-56-first.json", "wild-holdout-56.json"),
     "A fifty-seventh held-out set": ("wild-holdout-57-first.json", "wild-holdout-57.json"),
+    "A fifty-eighth held-out set": ("wild-holdout-58-first.json", "wild-holdout-58.json"),
 }
 HOLDOUT_FIGURES = r"the first measurement gave (?P<first>[^;]*); now (?P<now>[^.]*(?:\.\d+[^.]*)*)\."
 

@@ -326,6 +326,15 @@ def test_mode_switches_keep_a_modules_tensors_where_they_are():
         assert layer.weight is weight
 
 
+def test_parameter_listing_methods_give_the_modules_own_parameters():
+    """An optimizer built from what they give holds the module's parameter tensors themselves."""
+    layer = nn.Linear(2, 2)
+    for method in sorted(torch_api.PARAMETER_LISTING_METHODS):
+        assert _module_has(method) and not _tensor_has(method)
+        given = [item[1] if isinstance(item, tuple) else item for item in getattr(layer, method)()]
+        assert [id(tensor) for tensor in given] == [id(layer.weight), id(layer.bias)]
+
+
 def test_layout_methods_are_tensor_methods():
     assert sorted(m for m in torch_api.LAYOUT_METHODS if not _tensor_has(m)) == []
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -281,3 +282,32 @@ def test_a_file_given_up_on_blocks_the_results_and_is_named(tmp_path):
     assert "not checked for a reason a rerun may not repeat" in completed.stdout
     assert "someone/trainer train.py (gave up after" in completed.stdout
     assert "went unchecked" in completed.stderr
+
+
+def _table_cell(figures: dict, key: str, digits: int, shown_by: str) -> str:
+    return f"{figures.get(key) or 0:.{digits}f}" if figures.get(shown_by) else "—"
+
+
+def _table_row(code: str, first: dict, now: dict) -> str:
+    """A held-out set's row as the README gives it: each figure first measured → now."""
+    pairs = [f"{first.get(key, 0)} → {now.get(key, 0)}" for key in ("findings", "TP", "TRIVIAL", "FP")]
+    precision = " → ".join(_table_cell(figures, "precision", 3, "findings") for figures in (first, now))
+    recall = " → ".join(_table_cell(figures, "known_tp_recall", 2, "known_tp") for figures in (first, now))
+    return "| " + " | ".join([code, *pairs, precision, recall]) + " |"
+
+
+def test_each_held_out_sets_table_in_the_readme_is_its_committed_results():
+    """Every "Set N, first measurement → now" table gives, for each rule it lists and each rule with
+    a finding in either measurement, the figures of the set's two committed results files."""
+    readme = (ROOT / "benchmarks" / "wild" / "README.md").read_text(encoding="utf-8")
+    results = ROOT / "benchmarks" / "results"
+    tables = re.findall(r"(?m)^Set (\d+), first measurement → now:\n\n\|[^\n]*\n\|[^\n]*\n((?:\|[^\n]*\n)+)", readme)
+    assert len(tables) == len(list(results.glob("wild-holdout*-first.json")))
+    for number, rows in tables:
+        name = "wild-holdout" if number == "1" else f"wild-holdout-{number}"
+        first, now = (json.loads((results / f"{name}{end}.json").read_text(encoding="utf-8"))["rules"] for end in ("-first", ""))
+        listed = [row.strip("|").split("|")[0].strip() for row in rows.strip().split("\n")]
+        with_findings = {code for figures in (first, now) for code, found in figures.items() if found["findings"]}
+        assert with_findings <= set(listed), (number, with_findings - set(listed))
+        expected = [_table_row(code, first.get(code) or {}, now.get(code) or {}) for code in listed]
+        assert rows.strip().split("\n") == expected, number

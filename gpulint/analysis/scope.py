@@ -20,7 +20,9 @@ from gpulint.semantic.evaluation import builds_a_weightless_layer
 from gpulint.semantic.fabricated_inputs import given_only_cpu_fabrications
 from gpulint.semantic.kept_loss_storage import storage_keeping_loss_calls
 from gpulint.semantic.model import SemanticModel
-from gpulint.semantic.torch_api import MODULE_CONVERSIONS, WEIGHT_ATTRIBUTES, is_loss_module, is_module_constructor
+from gpulint.semantic.torch_api import (
+    MODULE_CONVERSIONS, PARAMETER_LISTING_METHODS, WEIGHT_ATTRIBUTES, is_loss_module, is_module_constructor,
+)
 
 METADATA_DEPENDENCIES = (
     *cfg.METADATA_DEPENDENCIES, ParentNodeProvider, PositionProvider, ScopeProvider,
@@ -380,6 +382,17 @@ class ScopeAnalysis:
         """Definitely-bound names, were ``del`` statements added after the given steps."""
         return dataflow.definitely_bound(self.graph, deletions)
 
+    @functools.cached_property
+    def built_objects(self) -> FrozenSet[str]:
+        """Names every binding of which builds an object of a class (a capitalised call:
+        ``trainer = SFTTrainer(model=model)``), which holds what it is built with
+        (:func:`_held_by_an_object`) but is no tensor, nor a container of them."""
+        values: Dict[str, List[Optional[cst.BaseExpression]]] = {}
+        for node in (step.node for step in self.graph.steps if step.node is not None):
+            for name, value in self._bindings(node):
+                values.setdefault(name, []).append(value)
+        return frozenset(name for name, bound in values.items() if all(_builds_an_object(value) for value in bound))
+
     def stored_elsewhere(self) -> FrozenSet[str]:
         """Names whose value is also put in a container or on an object (``cache.append(x)``,
         ``self.x = x``): deleting the name would not free it."""
@@ -459,7 +472,7 @@ CONTAINER_CONSTRUCTORS = frozenset({"dict", "list", "tuple", "set", "frozenset",
 
 def _names_in(node: cst.CSTNode) -> set:
     """The bare names a container expression holds (``x``, ``(x, y)``, ``[x]``, ``{"k": x}``,
-    ``dict(input_ids=x)``)."""
+    ``dict(input_ids=x)``), and those an object built by a class holds (:func:`_held_by_an_object`)."""
     if isinstance(node, cst.Name):
         return {node.value}
     if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
@@ -470,7 +483,32 @@ def _names_in(node: cst.CSTNode) -> set:
         constructor = node.func.value if isinstance(node.func, cst.Name) else node.func.attr.value
         if constructor in CONTAINER_CONSTRUCTORS:
             return set().union(*(_names_in(arg.value) for arg in node.args)) if node.args else set()
+        if _builds_an_object(node):
+            return set().union(*(_held_by_an_object(arg.value) for arg in node.args)) if node.args else set()
     return set()
+
+
+def _builds_an_object(value: Optional[cst.BaseExpression]) -> bool:
+    """A call of a capitalised name (``SFTTrainer(...)``, ``torch.optim.AdamW(...)``), not a container
+    constructor."""
+    if not (isinstance(value, cst.Call) and isinstance(value.func, (cst.Name, cst.Attribute))):
+        return False
+    called = value.func.value if isinstance(value.func, cst.Name) else value.func.attr.value
+    return called[:1].isupper() and called not in CONTAINER_CONSTRUCTORS
+
+
+def _held_by_an_object(argument: cst.BaseExpression) -> set:
+    """The names an object built by a class (a capitalised call: ``SFTTrainer(model=model)``,
+    ``DataParallel(net)``, ``AdamW(model.parameters())``) holds through one argument: what the
+    argument holds as a container, and a module whose parameters it is given (``model`` of
+    ``model.parameters()``), which are most of that module's memory. A trainer, a wrapper or an
+    optimizer keeps what it is built with."""
+    if (
+        isinstance(argument, cst.Call) and isinstance(argument.func, cst.Attribute)
+        and argument.func.attr.value in PARAMETER_LISTING_METHODS and isinstance(argument.func.value, cst.Name)
+    ):
+        return {argument.func.value.value}
+    return _names_in(argument)
 
 
 def m_backward(statement: cst.CSTNode) -> bool:

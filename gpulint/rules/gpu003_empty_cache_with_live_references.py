@@ -261,6 +261,24 @@ def _frees_a_graph(rule: Rule, statement: cst.CSTNode) -> bool:
     return starts and not any(arg.keyword is not None and arg.keyword.value in GRAPH_KEEPING_ARGUMENTS for arg in call.args)
 
 
+def _numbers_only(value: cst.BaseExpression) -> bool:
+    """A number, or a container literal or comprehension of numbers (``0.0``, ``[0, 0]``,
+    ``{key: 0.0 for key in keys}``): a start that holds no tensor."""
+    if isinstance(value, (cst.Integer, cst.Float)):
+        return True
+    if isinstance(value, cst.UnaryOperation):
+        return _numbers_only(value.expression)
+    if isinstance(value, (cst.List, cst.Tuple, cst.Set)):
+        return all(_numbers_only(element.value) for element in value.elements if isinstance(element, cst.Element))
+    if isinstance(value, cst.Dict):
+        return all(isinstance(element, cst.DictElement) and _numbers_only(element.value) for element in value.elements)
+    if isinstance(value, cst.DictComp):
+        return _numbers_only(value.value)
+    if isinstance(value, (cst.ListComp, cst.SetComp)):
+        return _numbers_only(value.elt)
+    return False
+
+
 def _quoted(names: List[str]) -> str:
     return ", ".join(f"'{name}'" for name in names)
 
@@ -281,6 +299,9 @@ class EmptyCacheWithLiveReferences(Rule):
     def visit_Module(self, node: cst.Module) -> None:
         self._fresh_values: Dict[int, bool] = {}
         """Per value node (by ``id``), whether the loop's pass makes it afresh (:meth:`_fresh`)."""
+        self._spent_values: Dict[int, bool] = {}
+        """Per value node (by ``id``), whether it is computed from spent outputs only
+        (:meth:`_computed_from_spent_values`)."""
 
     def visit_Call(self, node: cst.Call) -> None:
         names = self.qualified_names(node.func)
@@ -318,8 +339,10 @@ class EmptyCacheWithLiveReferences(Rule):
         numbers per example), or the classes and top scores picked from them) that nothing reads
         after ``step``, and that ``del`` would
         free: not parameters, not stored on an object or in a container, not held by a container
-        that stays alive (``kwargs = dict(input_ids=ids)``). None where every such name is a loss
-        whose backward pass has freed its graph, which holds one number
+        or an object built with it that stays alive (``kwargs = dict(input_ids=ids)``,
+        ``trainer = SFTTrainer(model=model)``, ``optimizer = AdamW(model.parameters())``: such a dead
+        object, no tensor itself, is listed with what it holds, and deleted with it). None where every such name is a
+        loss whose backward pass has freed its graph, which holds one number
         (:meth:`~ScopeAnalysis.backpropagated_before`); with other names, it is deleted too."""
         substantial, replaced = set(analysis.device_memory_names()), analysis.replaced_weights()
         scores = self._class_scores
@@ -336,15 +359,17 @@ class EmptyCacheWithLiveReferences(Rule):
         excluded = live | analysis.escaping | set(analysis.parameters) | analysis.stored_elsewhere()
         dead = {name for name in analysis.holding[step] | holding_memory if name not in excluded}
         held_by = analysis.held_by(step)
+        dead_holders = {holder for holders in held_by.values() for holder in holders} & analysis.built_objects - excluded
         while True:
-            still_held = {name for name in dead if held_by.get(name, frozenset()) - dead}
+            still_held = {name for name in dead if held_by.get(name, frozenset()) - dead - dead_holders}
             if not still_held:
                 break
             dead -= still_held
         found = {name for name in dead & holding_memory if not self._bound_only_where_not_run(analysis, step, name)}
         if found <= analysis.backpropagated_before(step):
             return []
-        return analysis.in_binding_order(found)
+        holding_found = {holder for name in found for holder in held_by.get(name, frozenset())}
+        return analysis.in_binding_order(found | holding_found)
 
     @functools.cached_property
     def _keeps_everything_on_the_cpu(self) -> bool:
@@ -405,17 +430,89 @@ class EmptyCacheWithLiveReferences(Rule):
         allocates or builds nothing, made afresh in the pass (:meth:`_fresh`), before a statement
         that every pass going on runs (:func:`_run_by_every_pass`) and that starts a backward pass
         freeing its graph (:func:`_frees_a_graph`: ``loss.backward()``,
-        ``scaler.scale(loss).backward()``, ``accelerator.backward(loss)``). What stays bound is a
-        batch's outputs, whose saved activations that pass freed — logits, embeddings, a loss."""
+        ``scaler.scale(loss).backward()``, ``accelerator.backward(loss)``), or computed without a
+        forward pass from such outputs only, after it too (:meth:`_computed_from_spent_values`:
+        ``predicted = softmax(logits).argmax(1)``). What stays bound is a batch's outputs, whose
+        saved activations that pass freed — logits, embeddings, a loss. ``name += value``
+        (``value`` is then ``name + added``) binds such a value when the name is a running total of
+        them (:meth:`_running_total_of_spent_values`)."""
+        augmented = self._augmented_by(value)
+        if augmented is not None:
+            return self._running_total_of_spent_values(analysis, augmented)
         statement = self.get_metadata(ParentNodeProvider, value, None)
         if not isinstance(statement, (cst.Assign, cst.AnnAssign)) or analysis.tensors.acquires_memory(value):
             return False
         loop = self._pass_of(analysis, statement)
         start = self._start(statement)
-        if loop is None or start is None:
+        if loop is None or start is None or not self._fresh(analysis, statement, loop, value):
             return False
         later = [self._start(item) for item in _run_by_every_pass(loop.body) if _frees_a_graph(self, item)]
-        return any(backward is not None and backward > start for backward in later) and self._fresh(analysis, statement, loop, value)
+        if any(backward is not None and backward > start for backward in later):
+            return True
+        return self._computed_from_spent_values(analysis, statement, loop, value)
+
+    def _computed_from_spent_values(
+        self, analysis: ScopeAnalysis, statement: cst.CSTNode, loop: Union[cst.For, cst.While], value: cst.BaseExpression,
+    ) -> bool:
+        """Whether ``value`` runs no forward pass (a module's call or a helper's output; a layer
+        without weights aside) and reads, of the names the loop binds, at least one and only names
+        bound earlier in the same pass to one pass's backpropagated outputs
+        (:meth:`_one_pass_backpropagated`). Its graph then holds only its own few operations on
+        outputs whose saved activations are freed, and it holds no more memory than they do."""
+        if analysis.tensors.acquires_memory(value) or any(
+            isinstance(node, cst.Call)
+            and (analysis.tensors.is_module(node.func) and not analysis.tensors.runs_a_weightless_layer(node)
+                 or analysis.tensors.helper_output(node))
+            for node in subexpressions(value)
+        ):
+            return False
+        if id(value) in self._spent_values:
+            return self._spent_values[id(value)]
+        self._spent_values[id(value)] = False
+        reads = _names_read(value) & _stored_names(loop.body)
+        spent = bool(reads)
+        for read in reads:
+            bindings = self._bound_earlier_in_the_pass(statement, loop, read)
+            if bindings is None or not all(
+                not isinstance(binding, (cst.For, cst.While)) and self._one_pass_backpropagated(analysis, binding)
+                for binding in bindings
+            ):
+                spent = False
+                break
+        self._spent_values[id(value)] = spent
+        return spent
+
+    def _augmented_by(self, value: cst.BaseExpression) -> Optional[cst.AugAssign]:
+        """The ``name += added`` statement whose binding ``value`` stands for (``name + added``, as
+        :class:`ScopeAnalysis` reads it), else None."""
+        if not (isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Add)):
+            return None
+        statement = self.get_metadata(ParentNodeProvider, value.right, None)
+        return statement if isinstance(statement, cst.AugAssign) and statement.value is value.right else None
+
+    def _running_total_of_spent_values(self, analysis: ScopeAnalysis, augmented: cst.AugAssign) -> bool:
+        """Whether the name ``augmented`` adds to is a running total of one pass's backpropagated
+        values (``center_total += center_loss`` before ``(center_loss + ce_loss).backward()``):
+        every binding of it in the scope either adds, in a loop, a value computed without a forward
+        pass from such values only (:meth:`_computed_from_spent_values`), or starts it from
+        numbers (``total = 0.0``, ``totals = {key: 0.0 for key in keys}``). It sums one number a
+        pass, each graph behind them freed."""
+        if not isinstance(augmented.target, cst.Name):
+            return False
+        name = augmented.target.value
+        bindings = [
+            node for node in subexpressions(analysis.node, nested=False)
+            if node is not analysis.node and isinstance(node, _BINDING_NODES) and name in _bound_by(node)
+        ]
+        for binding in bindings:
+            if isinstance(binding, cst.AugAssign):
+                loop = self._pass_of(analysis, binding)
+                if not (isinstance(binding.operator, cst.AddAssign) and loop is not None
+                        and self._computed_from_spent_values(analysis, binding, loop, binding.value)):
+                    return False
+            elif not (isinstance(binding, (cst.Assign, cst.AnnAssign)) and binding.value is not None and _numbers_only(binding.value)):
+                return False
+        return True
 
     def _bound_only_where_not_run(self, analysis: ScopeAnalysis, step: Step, name: str) -> bool:
         """Whether every binding of ``name`` in the scope lies in one branch of an ``if`` on a steady
