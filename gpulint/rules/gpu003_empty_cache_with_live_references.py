@@ -261,7 +261,7 @@ def _frees_a_graph(rule: Rule, statement: cst.CSTNode) -> bool:
     return starts and not any(arg.keyword is not None and arg.keyword.value in GRAPH_KEEPING_ARGUMENTS for arg in call.args)
 
 
-def _numbers_only(value: cst.BaseExpression) -> bool:
+def _numbers_only(value: Optional[cst.BaseExpression]) -> bool:
     """A number, or a container literal or comprehension of numbers (``0.0``, ``[0, 0]``,
     ``{key: 0.0 for key in keys}``): a start that holds no tensor."""
     if isinstance(value, (cst.Integer, cst.Float)):
@@ -341,8 +341,8 @@ class EmptyCacheWithLiveReferences(Rule):
         free: not parameters, not stored on an object or in a container, not held by a container
         or an object built with it that stays alive (``kwargs = dict(input_ids=ids)``,
         ``trainer = SFTTrainer(model=model)``, ``optimizer = AdamW(model.parameters())``: such a dead
-        object, no tensor itself, is listed with what it holds, and deleted with it). None where every such name is a
-        loss whose backward pass has freed its graph, which holds one number
+        object, no tensor itself, is listed with what it holds, and deleted with it). None where
+        every such name is a loss whose backward pass has freed its graph, which holds one number
         (:meth:`~ScopeAnalysis.backpropagated_before`); with other names, it is deleted too."""
         substantial, replaced = set(analysis.device_memory_names()), analysis.replaced_weights()
         scores = self._class_scores
@@ -510,7 +510,7 @@ class EmptyCacheWithLiveReferences(Rule):
                 if not (isinstance(binding.operator, cst.AddAssign) and loop is not None
                         and self._computed_from_spent_values(analysis, binding, loop, binding.value)):
                     return False
-            elif not (isinstance(binding, (cst.Assign, cst.AnnAssign)) and binding.value is not None and _numbers_only(binding.value)):
+            elif not (isinstance(binding, (cst.Assign, cst.AnnAssign)) and _numbers_only(binding.value)):
                 return False
         return True
 
