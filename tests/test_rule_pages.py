@@ -122,6 +122,7 @@ HOLDOUT_SETS = {
     "A fifty-sixth held-out set": ("wild-holdout-56-first.json", "wild-holdout-56.json"),
     "A fifty-seventh held-out set": ("wild-holdout-57-first.json", "wild-holdout-57.json"),
     "A fifty-eighth held-out set": ("wild-holdout-58-first.json", "wild-holdout-58.json"),
+    "A fifty-ninth held-out set": ("wild-holdout-59-first.json", "wild-holdout-59.json"),
 }
 HOLDOUT_FIGURES = r"the first measurement gave (?P<first>[^;]*); now (?P<now>[^.]*(?:\.\d+[^.]*)*)\."
 

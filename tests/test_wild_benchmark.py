@@ -311,3 +311,26 @@ def test_each_held_out_sets_table_in_the_readme_is_its_committed_results():
         assert with_findings <= set(listed), (number, with_findings - set(listed))
         expected = [_table_row(code, first.get(code) or {}, now.get(code) or {}) for code in listed]
         assert rows.strip().split("\n") == expected, number
+
+
+def _set_cell(first: dict, now: dict) -> str:
+    """A rule's cell in the README's table of held-out sets: findings and precision, first → now."""
+    precision = " → ".join(f"{figures['precision']:.2f}" if figures.get("findings") else "—" for figures in (first, now))
+    return f"{first.get('findings', 0)} → {now.get('findings', 0)}: {precision}"
+
+
+def test_the_project_readmes_table_of_held_out_sets_is_the_committed_results():
+    """The project README's table gives every held-out set, in order, with each rule's findings and
+    precision from the set's two committed results files."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    results = ROOT / "benchmarks" / "results"
+    table = re.search(r"\| set \| (GPU00\d(?: \| GPU00\d)*) \|\n\|[^\n]*\n((?:\|[^\n]*\n)+)", readme)
+    assert table
+    codes = table[1].split(" | ")
+    numbers = sorted(int(re.fullmatch(r"wild-holdout-?(\d*)-first\.json", path.name)[1] or 1) for path in results.glob("wild-holdout*-first.json"))
+    expected = []
+    for number in numbers:
+        name = "wild-holdout" if number == 1 else f"wild-holdout-{number}"
+        first, now = (json.loads((results / f"{name}{end}.json").read_text(encoding="utf-8"))["rules"] for end in ("-first", ""))
+        expected.append(f"| {number} | " + " | ".join(_set_cell(first.get(code) or {}, now.get(code) or {}) for code in codes) + " |")
+    assert table[2].strip().split("\n") == expected
