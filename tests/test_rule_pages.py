@@ -123,6 +123,7 @@ HOLDOUT_SETS = {
     "A fifty-seventh held-out set": ("wild-holdout-57-first.json", "wild-holdout-57.json"),
     "A fifty-eighth held-out set": ("wild-holdout-58-first.json", "wild-holdout-58.json"),
     "A fifty-ninth held-out set": ("wild-holdout-59-first.json", "wild-holdout-59.json"),
+    "A sixtieth held-out set": ("wild-holdout-60-first.json", "wild-holdout-60.json"),
 }
 HOLDOUT_FIGURES = r"the first measurement gave (?P<first>[^;]*); now (?P<now>[^.]*(?:\.\d+[^.]*)*)\."
 
