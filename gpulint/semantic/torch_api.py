@@ -243,6 +243,7 @@ bound to one of them as a live optimizer."""
 PARAMETER_LISTING_METHODS = frozenset({"parameters", "named_parameters"})
 """``nn.Module`` methods that give the module's own parameter tensors (not copies), which an
 optimizer or another object built with them keeps alive."""
+
 OPTIMIZER_STEPS = frozenset({"step", "zero_grad"})
 """What training calls on an optimizer (GPU001 reads a loaded value stepped so as a live optimizer)."""
 
