@@ -125,6 +125,7 @@ HOLDOUT_SETS = {
     "A fifty-ninth held-out set": ("wild-holdout-59-first.json", "wild-holdout-59.json"),
     "A sixtieth held-out set": ("wild-holdout-60-first.json", "wild-holdout-60.json"),
     "A sixty-first held-out set": ("wild-holdout-61-first.json", "wild-holdout-61.json"),
+    "A sixty-second held-out set": ("wild-holdout-62-first.json", "wild-holdout-62.json"),
 }
 HOLDOUT_FIGURES = r"the first measurement gave (?P<first>[^;]*); now (?P<now>[^.]*(?:\.\d+[^.]*)*)\."
 

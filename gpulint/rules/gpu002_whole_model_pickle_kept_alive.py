@@ -16,6 +16,7 @@ from gpulint.analysis.scope import STORING_METHODS, ScopeAnalysis
 from gpulint.engine.diagnostics import Applicability, FixOutcome, NoFix
 from gpulint.engine.rule import FixAvailability, Rule
 from gpulint.semantic.model import SemanticModel
+from gpulint.semantic.reached_reads import reached_reads
 from gpulint.semantic.torch_api import LOADERS, TENSOR_ATTRIBUTES
 
 MAPPING_ATTRIBUTES = frozenset({
@@ -61,8 +62,10 @@ class WholeModelPickleKeptAlive(Rule):
     @staticmethod
     def _loads_module(model: SemanticModel, call: ast.Call) -> bool:
         """``name = torch.load(...)`` (or an attribute or method of it) where the attribute on the
-        call or, lacking one, an attribute of ``name`` somewhere it is read by binding is one a
-        state dict does not have: the loaded object is a whole module."""
+        call or, lacking one, an attribute of ``name`` at a read the load's value may reach
+        (:func:`~gpulint.semantic.reached_reads.reached_reads`; not ``emb.normal_(0, 0.05)`` after
+        ``emb = torch.zeros(n, d)`` in the other branch of an ``if``) is one a state dict does not
+        have: the loaded object is a whole module."""
         value: ast.AST = call
         parent = model.parent(value)
         if isinstance(parent, ast.Attribute):
@@ -78,9 +81,12 @@ class WholeModelPickleKeptAlive(Rule):
         assert isinstance(parent, ast.Assign)
         target = parent.targets[0]
         place = model.place(target)
-        return place is not None and any(
+        if place is None:
+            return False
+        reached = reached_reads(model, parent, place.binding)
+        return any(
             isinstance(use_parent, ast.Attribute) and use_parent.value is use and _shows_module(use_parent.attr)
-            for use in model.uses(place.binding) for use_parent in [model.parent(use)]
+            for use in (model.uses(place.binding) if reached is None else reached) for use_parent in [model.parent(use)]
         )
 
     def visit_Module(self, node: cst.Module) -> None:

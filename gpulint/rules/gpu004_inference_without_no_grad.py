@@ -38,6 +38,7 @@ from gpulint.semantic.project_callers import called_only_without_grad
 from gpulint.semantic.project_modules import project_modules
 from gpulint.semantic.one_example import keeps_activations, registers_hooks, runs_one_example
 from gpulint.semantic.tiny_batches import on_tiny_images
+from gpulint.semantic.weightless_passes import weightless_pass_on_historyless_inputs
 from gpulint.semantic.survey import ast_dotted_name, forward_model, own_nodes, position
 from gpulint.semantic.torch_api import (
     DEVICE_KEEPING_TENSOR_METHODS, ELEMENTWISE_METHODS, EXECUTOR_MODULES, FORWARD_METHODS, FUNCTIONAL_NAMESPACE, TENSOR_TO_ARRAY_METHODS, HISTORY_FREE_METHODS, LAYOUT_METHODS,
@@ -222,7 +223,7 @@ class InferenceWithoutNoGrad(Rule):
             call.func.attr == "eval" or call.args for call in model.method_calls("eval", "train")
             if isinstance(call.func, ast.Attribute)
         ):
-            return _cut_where_mode_unset(model, _sampled_in_training(model, []))
+            return _without_weightless_passes(model, _cut_where_mode_unset(model, _sampled_in_training(model, [])))
         facts = model.derived(EvaluationFacts)
         found: List[Candidate] = []
         for scope in facts.scopes:
@@ -265,7 +266,7 @@ class InferenceWithoutNoGrad(Rule):
                 found.extend((scope, part, (statement, note)) for statement, part, note in evaluation)
             else:
                 found.extend((scope, part, None) for part in _by_cell(model, calls, program and scope.function is None))
-        return _cut_where_mode_unset(model, _sampled_in_training(model, found))
+        return _without_weightless_passes(model, _cut_where_mode_unset(model, _sampled_in_training(model, found)))
 
     @classmethod
     def seeds(cls, model: SemanticModel) -> List[ast.AST]:
@@ -482,6 +483,17 @@ class InferenceWithoutNoGrad(Rule):
         )
         new_module = module.with_changes(body=[*body[:start], wrapped, *body[end + 1 :]])
         return self.make_fix(Applicability.UNSAFE, [self.replacement_edit(module, new_module), import_edit], note=MODULE_WRAP)
+
+
+def _without_weightless_passes(model: SemanticModel, found: List[Candidate]) -> List[Candidate]:
+    """The candidates less the passes of networks without weights given only inputs without
+    history (:func:`weightless_pass_on_historyless_inputs`), which build no graph at all."""
+    kept: List[Candidate] = []
+    for scope, calls, wrapped in found:
+        calls = [call for call in calls if not weightless_pass_on_historyless_inputs(model, call)]
+        if calls:
+            kept.append((scope, calls, wrapped))
+    return kept
 
 
 def _beyond_the_export(model: SemanticModel, found: List[Candidate]) -> List[Candidate]:

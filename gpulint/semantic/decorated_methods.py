@@ -9,7 +9,8 @@ assignment of which builds an instance of that one class, or hands back the plac
 a chain of calls that return the module (``model = model.to(device)``), and which nothing else
 binds. The method is defined in the class's own body, under a decorator that turns gradients off:
 resolved by the module's imports for its own class, and by spelling (``torch.no_grad()``,
-``no_grad()``, ``torch.inference_mode()``) for another file's.
+``no_grad()``, ``torch.inference_mode()``) for another file's. Calling the instance itself
+(``encoder(points)``) runs ``forward``, so a class whose ``forward`` is so decorated counts too.
 """
 
 from __future__ import annotations
@@ -20,25 +21,31 @@ from typing import Dict, List, Optional, Tuple
 from gpulint.semantic.model import Place, SemanticModel
 from gpulint.semantic.project_modules import imported_classes
 from gpulint.semantic.survey import ast_dotted_name, module_of
-from gpulint.semantic.torch_api import GRAD_OFF
+from gpulint.semantic.torch_api import GRAD_OFF, MODULE_CALL_METHOD
 
 InstanceClass = Tuple[ast.ClassDef, bool]
 """A class, and whether the module itself defines it."""
 
 
 def runs_without_grad_by_its_decorator(model: SemanticModel, call: ast.Call) -> bool:
-    """Whether ``call`` is ``instance.method(...)`` of a method its class turns gradients off for."""
+    """Whether ``call`` is ``instance.method(...)`` of a method its class turns gradients off for, or
+    ``instance(...)`` where the class so decorates ``forward``."""
     func = call.func
-    if not isinstance(func, ast.Attribute):
-        return False
-    place = model.place(func.value)
+    called = [(func.value, func.attr)] if isinstance(func, ast.Attribute) else []
+    return any(_decorated_grad_off(model, receiver, name) for receiver, name in [*called, (func, MODULE_CALL_METHOD)])
+
+
+def _decorated_grad_off(model: SemanticModel, receiver: ast.expr, name: str) -> bool:
+    """Whether ``receiver`` holds an instance of one class whose method ``name``, defined in the
+    class's body, turns gradients off by its decorator."""
+    place = model.place(receiver)
     if place is None:
         return False
     found = model.derived(_InstanceClasses).of(place)
     if found is None:
         return False
     cls, own = found
-    method = next((node for node in cls.body if isinstance(node, ast.FunctionDef) and node.name == func.attr), None)
+    method = next((node for node in cls.body if isinstance(node, ast.FunctionDef) and node.name == name), None)
     return method is not None and any(
         model.turns_grad_off(decorator) if own else _spelled_grad_off(decorator) for decorator in method.decorator_list
     )

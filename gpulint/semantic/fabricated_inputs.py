@@ -128,7 +128,7 @@ def _fabricated(model: SemanticModel, node: ast.expr, depth: int, assuming: Froz
         binding = model.scope_at(node).resolve(node.id)
         if binding in assuming:
             return True
-        values = _assigned_values(model, node)
+        values = assigned_values(model, node)
         return bool(values) and all(_fabricated(model, value, depth + 1, assuming | {binding}) for value in values)
     return False
 
@@ -172,7 +172,7 @@ def _class_built(model: SemanticModel, value: ast.expr) -> Optional[ast.ClassDef
     return model.defined_class(value.func) if isinstance(value, ast.Call) else None
 
 
-def _assigned_values(model: SemanticModel, name: ast.Name) -> List[ast.expr]:
+def assigned_values(model: SemanticModel, name: ast.Name) -> List[ast.expr]:
     """What each binding of ``name`` assigns (element by element from a tuple of values, or the
     value an unpacking takes a part of); empty where one binds it otherwise (a loop, ``+=``, an
     import), where the scope shares it (``global``), or where code changes it in place or sets an

@@ -146,6 +146,14 @@ def always_at_most(model: SemanticModel, binding: Binding, limit: int) -> bool:
     return all(0 < (state_dict_size(model, value) or 0) <= limit for value in built)
 
 
+def always_weightless(model: SemanticModel, binding: Binding) -> bool:
+    """Whether every binding of a name (one at least) assigns a network whose state dict the code
+    spells as empty (``nn.MaxPool2d(2)``, a class whose constructor builds only ``nn.Dropout``), or
+    the same name moved, put in a mode or wrapped, as :func:`always_at_most` reads them."""
+    built = _networks_built(model, binding)
+    return bool(built) and all(state_dict_size(model, value) == 0 for value in built or [])
+
+
 def widest_output(model: SemanticModel, binding: Binding) -> Optional[int]:
     """For a name every binding of which builds a network (see :func:`always_at_most`), the largest
     sum of the output widths of a network's layers with weights (:func:`output_width`), or None."""
