@@ -835,3 +835,21 @@ def test_graph_readers_are_torchviz_functions():
     assert {name.partition(".")[0] for name in torch_api.GRAPH_READERS} == {"torchviz"}
     torchviz = pytest.importorskip("torchviz")
     assert sorted(name for name in torch_api.GRAPH_READERS if not callable(getattr(torchviz, name.partition(".")[2], None))) == []
+
+
+def test_module_additions_are_module_methods_tensors_lack():
+    assert sorted(m for m in torch_api.MODULE_ADDITIONS if _tensor_has(m) or not callable(getattr(nn.Module, m, None))) == []
+
+
+def test_the_gradient_request_is_a_factory_keyword_and_a_tensor_method():
+    assert torch.zeros(1, **{torch_api.GRAD_REQUEST_KEYWORD: True}).requires_grad
+    assert getattr(torch.zeros(1), torch_api.GRAD_REQUEST_METHOD)().requires_grad
+
+
+def test_the_nn_package_is_torchs():
+    assert importlib.import_module(torch_api.NN_PACKAGE.rstrip(".")) is nn
+
+
+def test_the_transforms_package_holds_the_transforms_named():
+    transforms = pytest.importorskip(torch_api.TRANSFORMS_PACKAGE.rstrip("."))
+    assert sorted(name for name in torch_api.SIZE_KEEPING_TRANSFORMS if not hasattr(transforms, name)) == []

@@ -620,6 +620,15 @@ BUFFER_REGISTRATION = "register_buffer"
 TENSOR_REGISTRATIONS = frozenset({BUFFER_REGISTRATION, "register_parameter"})
 """``nn.Module`` methods that make the tensor they are given one of the module's own, under the name
 they are given first."""
+MODULE_ADDITIONS = TENSOR_REGISTRATIONS | frozenset({"add_module", "register_module"})
+"""``nn.Module`` methods that give a module a parameter, a buffer or a submodule its constructor
+does not spell (``semantic.weightless_passes`` reads a class calling none as holding no weights)."""
+GRAD_REQUEST_KEYWORD = "requires_grad"
+"""The keyword with which a factory makes a tensor that asks for its gradient."""
+GRAD_REQUEST_METHOD = "requires_grad_"
+"""The tensor method that makes a tensor ask for its gradient."""
+NN_PACKAGE = "torch.nn."
+TRANSFORMS_PACKAGE = "torchvision.transforms."
 VARIABLE = "torch.autograd.Variable"
 """The tensor wrapper of older torch: since 0.4 it returns the tensor it is given."""
 NUMBER_FACTORIES = frozenset(

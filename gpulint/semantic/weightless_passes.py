@@ -33,20 +33,13 @@ from gpulint.semantic.model_size import MODULE_BASE, always_weightless, state_di
 from gpulint.semantic.scopes import Binding
 from gpulint.semantic.survey import forward_model, module_of
 from gpulint.semantic.torch_api import (
-    ARRAY_ONLY_FUNCTIONS, CPU_FABRICATIONS, FUNCTIONAL_NAMESPACE, PARAMETER, PARAMETER_FREE_LAYERS, SIZE_KEEPING_TRANSFORMS,
-    TENSOR_REGISTRATIONS, TENSOR_STORAGE, VARIABLE, nn_class_name,
+    ARRAY_ONLY_FUNCTIONS, CPU_FABRICATIONS, FUNCTIONAL_NAMESPACE, GRAD_REQUEST_KEYWORD, GRAD_REQUEST_METHOD, MODULE_ADDITIONS,
+    NN_PACKAGE, PARAMETER, PARAMETER_FREE_LAYERS, SIZE_KEEPING_TRANSFORMS, TENSOR_STORAGE, TRANSFORMS_PACKAGE, VARIABLE,
+    nn_class_name,
 )
 
 HISTORYLESS_LIBRARIES = ("numpy.", "PIL.")
 """Libraries whose values hold no autograd history (arrays, images)."""
-TRANSFORM_PACKAGE = "torchvision.transforms."
-NN_PACKAGE = "torch.nn."
-MODULE_ADDITIONS = TENSOR_REGISTRATIONS | {"add_module", "register_module"}
-"""Methods that give a module a parameter, a buffer or a submodule its constructor does not spell."""
-GRAD_KEYWORD = "requires_grad"
-"""The keyword with which a factory makes a tensor that asks for its gradient."""
-GRAD_SWITCH = "requires_grad_"
-"""The tensor method that makes a tensor ask for its gradient."""
 MAX_DEPTH = 8
 """How many names deep an argument is followed."""
 
@@ -170,7 +163,7 @@ def _receiver_of_a_method(model: SemanticModel, call: ast.Call) -> Optional[ast.
     that is no import (``torch.ones(3).repeat(2)``, ``x.unsqueeze(0)``; not ``torch.ones(3)`` or
     ``np.array(x)``), that does not make a tensor ask for its gradient; None for any other call."""
     func = call.func
-    if not isinstance(func, ast.Attribute) or func.attr == GRAD_SWITCH or any(keyword.arg == GRAD_KEYWORD for keyword in call.keywords):
+    if not isinstance(func, ast.Attribute) or func.attr == GRAD_REQUEST_METHOD or any(keyword.arg == GRAD_REQUEST_KEYWORD for keyword in call.keywords):
         return None
     if isinstance(func.value, (ast.Call, ast.Subscript)) or (isinstance(func.value, ast.Name) and not model.resolved_names(func)):
         return func.value
@@ -182,7 +175,7 @@ def _makes_a_historyless_value(model: SemanticModel, call: ast.Call, depth: int,
     transform's output given only values without history."""
     names = model.resolved_names(call.func)
     if names & (CPU_FABRICATIONS | ARRAY_ONLY_FUNCTIONS):
-        return not any(keyword.arg is None or keyword.arg == GRAD_KEYWORD for keyword in call.keywords)
+        return not any(keyword.arg is None or keyword.arg == GRAD_REQUEST_KEYWORD for keyword in call.keywords)
     if names and all(name.startswith(HISTORYLESS_LIBRARIES) for name in names):
         return True
     if _a_transform(model, call.func) or any(_names_a_transform(name) for name in names):
@@ -202,6 +195,6 @@ def _a_transform(model: SemanticModel, func: ast.expr) -> bool:
 
 
 def _names_a_transform(qualified: str) -> bool:
-    return qualified.startswith(TRANSFORM_PACKAGE) and (
-        qualified.rsplit(".", 1)[-1] in SIZE_KEEPING_TRANSFORMS or qualified.startswith(TRANSFORM_PACKAGE + "functional.")
+    return qualified.startswith(TRANSFORMS_PACKAGE) and (
+        qualified.rsplit(".", 1)[-1] in SIZE_KEEPING_TRANSFORMS or qualified.startswith(TRANSFORMS_PACKAGE + "functional.")
     )
