@@ -365,7 +365,10 @@ class EmptyCacheWithLiveReferences(Rule):
             if not still_held:
                 break
             dead -= still_held
-        found = {name for name in dead & holding_memory if not self._bound_only_where_not_run(analysis, step, name)}
+        found = {
+            name for name in dead & holding_memory
+            if not self._bound_only_where_not_run(analysis, step, name) and not self._bound_only_in_its_try(analysis, step, name)
+        }
         if found <= analysis.backpropagated_before(step):
             return []
         holding_found = {holder for name in found for holder in held_by.get(name, frozenset())}
@@ -534,6 +537,37 @@ class EmptyCacheWithLiveReferences(Rule):
             )
             for binding in bindings
         )
+
+    def _bound_only_in_its_try(self, analysis: ScopeAnalysis, step: Step, name: str) -> bool:
+        """Whether the call is in the ``finally`` block of a ``try`` statement and every binding of
+        ``name`` in the scope lies in that statement's other parts (``try: output = model(x) ...
+        finally: torch.cuda.empty_cache()``): the ``finally`` block also runs where the body stopped
+        early, returning or raising before it bound the name, so the name may be unbound there and no
+        ``del`` of it can be written."""
+        if step.node is None:
+            return False
+        child, parent = step.node, self.get_metadata(ParentNodeProvider, step.node, None)
+        while parent is not None and parent is not analysis.node and not (isinstance(parent, cst.Try) and child is parent.finalbody):
+            child, parent = parent, self.get_metadata(ParentNodeProvider, parent, None)
+        if not isinstance(parent, cst.Try) or parent.finalbody is None:
+            return False
+        guarded, finally_block = parent, parent.finalbody
+        bindings = [
+            node for node in subexpressions(analysis.node, nested=False)
+            if node is not analysis.node and isinstance(node, _BINDING_NODES) and name in _bound_by(node)
+        ]
+        return bool(bindings) and all(self._inside(binding, guarded, finally_block, analysis.node) for binding in bindings)
+
+    def _inside(self, node: cst.CSTNode, statement: cst.Try, excluded: cst.CSTNode, scope: cst.CSTNode) -> bool:
+        """Whether ``node`` lies in ``statement`` but not in its part ``excluded``."""
+        child, parent = node, self.get_metadata(ParentNodeProvider, node, None)
+        while parent is not None and parent is not scope:
+            if child is excluded:
+                return False
+            if parent is statement:
+                return True
+            child, parent = parent, self.get_metadata(ParentNodeProvider, parent, None)
+        return False
 
     def _branches_around(self, analysis: ScopeAnalysis, node: cst.CSTNode) -> Dict[Tuple[str, bool], cst.If]:
         """The ``if`` statements of the scope around ``node``, by their condition's code and whether
