@@ -503,10 +503,7 @@ class EmptyCacheWithLiveReferences(Rule):
         if not isinstance(augmented.target, cst.Name):
             return False
         name = augmented.target.value
-        bindings = [
-            node for node in subexpressions(analysis.node, nested=False)
-            if node is not analysis.node and isinstance(node, _BINDING_NODES) and name in _bound_by(node)
-        ]
+        bindings = self._bindings_of(analysis, name)
         for binding in bindings:
             if isinstance(binding, cst.AugAssign):
                 loop = self._pass_of(analysis, binding)
@@ -525,10 +522,7 @@ class EmptyCacheWithLiveReferences(Rule):
         if step.node is None:
             return False
         guards = self._branches_around(analysis, step.node)
-        bindings = [
-            node for node in subexpressions(analysis.node, nested=False)
-            if node is not analysis.node and isinstance(node, _BINDING_NODES) and name in _bound_by(node)
-        ]
+        bindings = self._bindings_of(analysis, name)
         return bool(guards) and bool(bindings) and all(
             any(
                 (condition, not in_body) in guards
@@ -537,6 +531,14 @@ class EmptyCacheWithLiveReferences(Rule):
             )
             for binding in bindings
         )
+
+    @staticmethod
+    def _bindings_of(analysis: ScopeAnalysis, name: str) -> List[cst.CSTNode]:
+        """The nodes of the scope that bind ``name`` (not in its nested scopes)."""
+        return [
+            node for node in subexpressions(analysis.node, nested=False)
+            if node is not analysis.node and isinstance(node, _BINDING_NODES) and name in _bound_by(node)
+        ]
 
     def _bound_only_in_its_try(self, analysis: ScopeAnalysis, step: Step, name: str) -> bool:
         """Whether the call is in the ``finally`` block of a ``try`` statement and every binding of
@@ -552,10 +554,7 @@ class EmptyCacheWithLiveReferences(Rule):
         if not isinstance(parent, cst.Try) or parent.finalbody is None:
             return False
         guarded, finally_block = parent, parent.finalbody
-        bindings = [
-            node for node in subexpressions(analysis.node, nested=False)
-            if node is not analysis.node and isinstance(node, _BINDING_NODES) and name in _bound_by(node)
-        ]
+        bindings = self._bindings_of(analysis, name)
         return bool(bindings) and all(self._inside(binding, guarded, finally_block, analysis.node) for binding in bindings)
 
     def _inside(self, node: cst.CSTNode, statement: cst.Try, excluded: cst.CSTNode, scope: cst.CSTNode) -> bool:
