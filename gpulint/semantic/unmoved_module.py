@@ -19,14 +19,18 @@ checkpoint, put through methods that return it unmoved: ``model = torch.load(pat
 or ``checkpoint = torch.load(path)`` and then ``model = checkpoint["model"]``) is called somewhere
 (also as ``model.forward(x)``), or, where the code calls a method of ``torch.nn.Module`` that tensors
 lack on it (``model.eval()``: a module, not a vocabulary), a method its own class defines is
-(``model.predict(x.cuda())``, ``model.eval().generate(x.cuda())``), and every read of it, followed
+(``model.predict(x.cuda())``, ``model.eval().generate(x.cuda())``), and every read of it (of a name
+an assignment binds, those its value may reach as the statements run, where no other scope reads
+the name: a notebook's ``summary(copy.deepcopy(unet).to("cpu"))`` cells before ``unet =
+torch.load(path)`` reads the network trained there, not the loaded one), followed
 through plain aliases (``model = self.model``), keys bound to a name and into the parameters of the
 module's functions it is passed to (or of an undecorated function another module of the project
 defines, ``testing(loader, model, device)`` after ``from test import testing``, read in its own
 module), is a call of it, a method call that does not move it or reach
 its submodules (``init_hidden(1)``, ``eval()``; not ``type``, ``apply`` or ``modules``) and whose
 result, where it is a module (called, put through a method tensors lack, or moved as a statement of
-its own), is not moved (``model.fuse().cuda()`` may move the loaded module itself), a read of a part
+its own), is not moved (``model.fuse().cuda()`` may move the loaded module itself), a save of it whole (``torch.save(net,
+path)`` pickles it where it is), a read of a part
 that nothing moves, binds, stores or hands on but torch's functions and value builtins, or an item of
 a list it is appended to: nothing in the file moves it, and no read gives it to code gpulint does
 not read. A load kept on ``self`` of a class with a base (a ``torch.nn`` module may be moved as a
@@ -46,9 +50,10 @@ from gpulint.semantic.model import SemanticModel
 from gpulint.semantic.project_modules import ImportedDefinition, imported_function
 from gpulint.semantic.torch_api import (
     ACCELERATOR_MOVES, DEVICE_MOVES, JIT_LOAD, LOADERS, MODULE_API, MODULE_CALL_METHOD, MODULE_ONLY_METHODS, MODULE_RETURNING_METHODS,
-    SUBMODULE_REACHING_METHODS,
+    SUBMODULE_REACHING_METHODS, TORCH_SAVE,
 )
 from gpulint.semantic.one_example import PYTHON_BUILTINS
+from gpulint.semantic.reached_reads import reached_reads
 from gpulint.semantic.run_as_loaded import DeviceTest, devices_given, made_on_a_device, on_a_device
 from gpulint.semantic.survey import own_nodes, position
 
@@ -85,7 +90,7 @@ def unmoved_loaded_module(model: SemanticModel, call: ast.Call, device_test: Opt
         return False
     if isinstance(target, ast.Attribute) and _owner_may_move(model, target):
         return False
-    reads = model.target_reads(target)
+    reads = _bound_reads(model, target)
     if not reads:
         return False
     pending: List[Tuple[int, SemanticModel, ast.expr]] = [(0, model, read) for read in reads]
@@ -172,6 +177,21 @@ def _binding_of(model: SemanticModel, module: ast.expr) -> Optional[ast.expr]:
     if isinstance(statement, ast.AnnAssign) and statement.value is module:
         return statement.target
     return None
+
+
+def _bound_reads(model: SemanticModel, target: ast.expr) -> Optional[List[ast.expr]]:
+    """The reads of what ``target`` holds: for a name an assignment of one target binds, those
+    its value may reach as the statements run (:func:`~gpulint.semantic.reached_reads.reached_reads`;
+    not a read of the name's earlier value, ``summary(copy.deepcopy(net).to("cpu"))`` before the
+    load), where no other scope reads the name; every read otherwise
+    (:meth:`~gpulint.semantic.model.SemanticModel.target_reads`)."""
+    statement = model.parent(target)
+    place = model.place(target) if isinstance(target, ast.Name) else None
+    if place is not None and isinstance(statement, ast.Assign) and statement.targets == [target]:
+        reached = reached_reads(model, statement, place.binding)
+        if reached is not None:
+            return list(reached)
+    return model.target_reads(target)
 
 
 def _method_call(model: SemanticModel, read: ast.expr) -> Optional[ast.Call]:
@@ -297,7 +317,7 @@ def _reads_led_to(model: SemanticModel, read: ast.expr) -> Optional[List[ast.exp
     module = _module_of(model, read)
     target = _binding_of(model, module) if module is not read else None
     if target is not None:
-        return model.target_reads(target)
+        return _bound_reads(model, target)
     parent = model.parent(read)
     if isinstance(parent, ast.Attribute) and parent.value is read:
         call = model.parent(parent)
@@ -312,6 +332,8 @@ def _reads_led_to(model: SemanticModel, read: ast.expr) -> Optional[List[ast.exp
         return None
     if read in parent.args and _value_builtin(model, parent):
         return []
+    if parent.args[:1] == [read] and model.resolved_names(parent.func) == {TORCH_SAVE}:
+        return []  # pickled where it is: saving neither moves nor keeps it
     appended = parent.func
     if isinstance(appended, ast.Attribute) and appended.attr == "append" and parent.args == [read] and isinstance(appended.value, ast.Name):
         return _item_reads(model, appended.value)
